@@ -1,0 +1,27 @@
+# `make figures` and `make test` set up .venv (pip, pinned) and then build or test.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+CORES ?= $(shell nproc)
+
+.PHONY: figures test lint clean-results
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -r requirements.txt
+	$(BIN)/pip install --quiet --no-deps -e .
+	touch $@
+
+figures: $(VENV)/.installed
+	$(BIN)/snakemake --cores $(CORES)
+
+test: $(VENV)/.installed
+	$(BIN)/ruff check .
+	$(BIN)/pytest
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check .
+
+clean-results:
+	rm -rf results figures/*/ figures/*.pdf .snakemake

@@ -1,0 +1,27 @@
+# featlearn: every figure of three feature-learning papers as a file target.
+# data -> train -> metrics -> figures; see README.md and ../shared/DESIGN.md.
+from featlearn import config as fc
+
+
+configfile: "config.yaml"
+
+
+fc.validate(config, workflow.source_path("workflow/schemas/config.schema.yaml"))
+
+
+include: "workflow/rules/common.smk"
+include: "workflow/rules/data.smk"
+include: "workflow/rules/train.smk"
+include: "workflow/rules/metrics.smk"
+include: "workflow/rules/figures.smk"
+
+
+rule all:
+    default_target: True
+    input:
+        ALL_FIGURES,
+
+
+rule alignment:
+    input:
+        [f for f in ALL_FIGURES if f.startswith("figures/alignment/")],

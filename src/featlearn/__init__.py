@@ -1,0 +1,1 @@
+"""featlearn: regenerate the figures of three feature-learning papers as Snakemake targets."""

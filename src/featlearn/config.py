@@ -1,0 +1,210 @@
+"""The experiment configuration: validation, per-scale resolution, and the run table.
+
+``config.yaml`` states each experiment's paper values once and overrides them per scale
+under ``scales``. Everything downstream (Snakemake's DAG, the training loop, the stores)
+sees only ``experiment(config, name)`` and ``runs(config, name)``, so a sweep is data, not code.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import yaml
+
+SCALES = ("smoke", "quick", "paper")
+SWEEP_DIMS = ("alpha", "init_scale", "method", "seed")
+
+
+class ConfigError(ValueError):
+    """A config mistake, phrased as what is wrong, where, and what is allowed."""
+
+
+def deep_merge(base: dict, override: dict) -> dict:
+    """``base`` with ``override`` merged in: dicts merge key by key, anything else replaces."""
+    out = copy.deepcopy(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _describe(error: jsonschema.ValidationError, where: str) -> str:
+    if error.validator in ("oneOf", "anyOf") and error.context:
+        matching_type = [e for e in error.context if e.validator != "type"] or error.context
+        best = jsonschema.exceptions.best_match(matching_type)
+        best.path = error.path + best.path
+        return _describe(best, where)
+    path = ".".join(str(p) for p in error.absolute_path)
+    sep = " " if where.endswith(":") else "."
+    place = f"{where}{sep}{path}" if path else f"{where.rstrip(':')} (top level)"
+    value = error.validator_value
+    if error.validator == "additionalProperties":
+        allowed = sorted(error.schema.get("properties", {}))
+        extra = sorted(set(error.instance) - set(allowed))
+        return f"{place}: unknown key(s) {extra}; allowed keys: {allowed}"
+    if error.validator == "enum":
+        return f"{place} must be one of {value} (got {error.instance!r})"
+    if error.validator == "exclusiveMinimum":
+        return f"{place} must be > {value} (got {error.instance!r})"
+    if error.validator == "minimum":
+        return f"{place} must be >= {value} (got {error.instance!r})"
+    if error.validator == "maximum":
+        return f"{place} must be <= {value} (got {error.instance!r})"
+    if error.validator == "required":
+        return f"{place}: {error.message}"
+    if error.validator == "type":
+        return f"{place} must be of type {value} (got {error.instance!r})"
+    return f"{place}: {error.message}"
+
+
+def _errors(instance: Any, schema: dict, where: str) -> list[str]:
+    validator = jsonschema.Draft202012Validator(schema)
+    found = sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path)))
+    return [_describe(e, where) for e in found]
+
+
+def validate(config: dict, schema_path: str | Path) -> None:
+    """Check ``config`` against the schema, at every scale, before any job runs.
+
+    Raises ``ConfigError`` listing every mistake as ``config.yaml: <key path> …``.
+    """
+    schema = yaml.safe_load(Path(schema_path).read_text())
+    problems = _errors(config, schema, "config.yaml:")
+    defs = schema["$defs"]
+    experiments = config.get("experiments") if isinstance(config, dict) else None
+    for name, exp in (experiments if isinstance(experiments, dict) else {}).items():
+        if isinstance(exp, dict) and exp.get("kind") in defs and isinstance(exp.get("scales", {}), dict):
+            kind_schema = {"$defs": defs, **defs[exp["kind"]]}
+            at_scales: dict[str, list[str]] = {}
+            for scale in SCALES:
+                where = f"config.yaml: experiments.{name}"
+                resolved = _resolve(exp, scale)
+                for problem in _errors(resolved, kind_schema, where) + _semantic_errors(resolved, where):
+                    at_scales.setdefault(problem, []).append(scale)
+            problems += [f"{p} [at scale {', '.join(s)}]" for p, s in at_scales.items()]
+    if problems:
+        raise ConfigError("invalid configuration:\n  " + "\n  ".join(problems))
+
+
+def _semantic_errors(exp: dict, where: str) -> list[str]:
+    """Cross-field rules a JSON schema cannot say."""
+    problems = []
+    if exp["kind"] != "training":
+        return problems
+    train, model, sweep = exp["train"], exp["model"], exp.get("sweep", {})
+    if len(model["init_scales"]) != len(model["widths"]):
+        problems.append(
+            f"{where}.model.init_scales has {len(model['init_scales'])} entries for "
+            f"{len(model['widths'])} hidden layers; give one scale per hidden layer"
+        )
+    if isinstance(train["lr"], list):
+        follows = train.get("lr_follows")
+        if follows not in sweep:
+            problems.append(f"{where}.train.lr is a list, so train.lr_follows must name a sweep key {sorted(sweep)}")
+        elif len(train["lr"]) != len(sweep[follows]):
+            problems.append(
+                f"{where}.train.lr has {len(train['lr'])} values for {len(sweep[follows])} values of sweep.{follows}"
+            )
+    methods = sweep.get("method", [train["method"]])
+    if "slo" in methods and len(train["slo"]["speeds"]) != len(model["widths"]) + 1:
+        problems.append(
+            f"{where}.train.slo.speeds needs one speed per weight matrix ({len(model['widths']) + 1}, "
+            f"readout included), got {len(train['slo']['speeds'])}"
+        )
+    if train["steps"] < train["measure_every"]:
+        problems.append(
+            f"{where}.train.measure_every ({train['measure_every']}) exceeds train.steps ({train['steps']})"
+        )
+    return problems
+
+
+def _resolve(exp: dict, scale: str) -> dict:
+    base = {k: v for k, v in exp.items() if k != "scales"}
+    return deep_merge(base, exp.get("scales", {}).get(scale, {}))
+
+
+def experiment(config: dict, name: str) -> dict:
+    """The experiment ``name`` with the overrides of ``config['scale']`` applied."""
+    if name not in config["experiments"]:
+        raise ConfigError(f"config.yaml: no experiment {name!r}; defined: {sorted(config['experiments'])}")
+    return _resolve(config["experiments"][name], config["scale"])
+
+
+def fmt(value: Any) -> str:
+    """A value as it appears in file names: 0.001 -> '0.001', None -> 'none'."""
+    return "none" if value is None else str(value)
+
+
+def key(params: dict) -> str:
+    """A readable, stable file key for a parameter dict: 'a-1_b-none_c-gd'."""
+    return "_".join(f"{k}-{fmt(v)}" for k, v in sorted(params.items()))
+
+
+def runs(config: dict, name: str) -> dict[str, dict]:
+    """Every run of a training experiment, keyed by its run id, as a self-contained spec.
+
+    The sweep is the product of ``sweep``'s lists; ``init_scale`` replaces the first hidden
+    layer's scale, ``alpha`` and ``seed`` select the data, ``method`` the optimizer, and a
+    list-valued ``train.lr`` follows the sweep key named by ``train.lr_follows``.
+    """
+    exp = experiment(config, name)
+    sweep = exp.get("sweep", {})
+    dims = [d for d in SWEEP_DIMS if d in sweep]
+    table = {}
+    for values in itertools.product(*(sweep[d] for d in dims)):
+        point = dict(zip(dims, values))
+        spec = {k: copy.deepcopy(exp[k]) for k in ("data", "model", "train", "measure")}
+        spec["experiment"], spec["sweep"], spec["device"] = name, point, config["device"]
+        spec["seed"] = point.get("seed", 0)
+        spec["data"]["seed"] = spec["seed"]
+        if "alpha" in point:
+            spec["data"]["alpha"] = point["alpha"]
+        if "init_scale" in point:
+            spec["model"]["init_scales"][0] = point["init_scale"]
+        if "method" in point:
+            spec["train"]["method"] = point["method"]
+        lr = spec["train"]["lr"]
+        if isinstance(lr, list):
+            follows = spec["train"]["lr_follows"]
+            spec["train"]["lr"] = lr[sweep[follows].index(point[follows])]
+        table[key(point)] = spec
+    return table
+
+
+def dataset_key(data: dict) -> str:
+    """File key of a synthetic dataset: its task, then every parameter that shapes it."""
+    params = {k: v for k, v in data.items() if k != "task"}
+    return f"{data['task']}/{key(params)}"
+
+
+def spec_json(spec: dict) -> str:
+    """Canonical JSON of a spec: what a store records and what a resumed run must match."""
+    return json.dumps(spec, sort_keys=True)
+
+
+def datasets(config: dict, name: str) -> dict[str, dict]:
+    """Every dataset experiment ``name`` reads: file key -> generator parameters."""
+    exp = experiment(config, name)
+    if exp["kind"] == "training":
+        found = [spec["data"] for spec in runs(config, name).values()]
+    elif exp["kind"] == "reversing":
+        fixed = {k: exp[k] for k in ("n", "d", "eps1", "eps2", "x_scale")}
+        found = [
+            {"task": "alignment_reversing", "gamma": g, "seed": s, **fixed}
+            for g in exp["gammas"]
+            for s in range(exp["data_seeds"])
+        ]
+    else:
+        found = [
+            {"task": t, "n": exp["n"], "n_test": 0, "d": exp["d"], "alpha": a, "seed": exp["seed"], "r": exp["r"]}
+            for t in exp["tasks"]
+            for a in exp["alphas"]
+        ]
+    return {dataset_key(params): params for params in found}

@@ -1,0 +1,1 @@
+"""Datasets: synthetic generators (and, later, real data loaders)."""

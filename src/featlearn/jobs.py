@@ -1,0 +1,38 @@
+"""Glue between a Snakemake job and the library: logging, threads, file I/O that names paths."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+import torch
+
+
+def start(log_path: str | None, threads: int = 1) -> logging.Logger:
+    """Send this job's log to its rule's log file and pin torch to the job's threads."""
+    handlers: list[logging.Handler] = [logging.StreamHandler()]
+    if log_path:
+        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
+        handlers.append(logging.FileHandler(log_path, mode="w"))
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", handlers=handlers, force=True)
+    logging.getLogger("featlearn").setLevel(logging.INFO)
+    torch.set_num_threads(max(1, threads))
+    return logging.getLogger("featlearn")
+
+
+def save_tensors(obj: dict, path: str | Path) -> None:
+    """torch.save through a temporary file and a rename: a killed job leaves no half file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    torch.save(obj, tmp)
+    os.replace(tmp, path)
+
+
+def load_tensors(path: str | Path) -> dict:
+    """torch.load that says which file is broken and how to rebuild it."""
+    try:
+        return torch.load(path, weights_only=False)
+    except Exception as err:
+        raise OSError(f"{path} is unreadable ({err}); delete it and rerun snakemake to rebuild it") from err

@@ -1,0 +1,1 @@
+"""Metrics: Jacobians, NFA quantities, early-time theory, per-run measurement."""

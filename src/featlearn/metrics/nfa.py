@@ -1,0 +1,101 @@
+"""Neural feature ansatz quantities (alignment spec §1.3–§1.6).
+
+Shapes: W is k_{ℓ+1}×k_ℓ (one hidden weight matrix), J is (n, c, k_{ℓ+1}) from
+``layer_jacobians``, K is k_{ℓ+1}×k_{ℓ+1}. K carries the 1/n of Eq. 3, so that Ḡ = WᵀKW is the
+AGOP with respect to the layer input; every ratio below uses one K convention top and bottom.
+All algebra runs in float64 (the correlations of tiny centered terms need it).
+"""
+
+from __future__ import annotations
+
+import torch
+
+CONVENTIONS = ("cosine", "pearson")
+
+
+def nfm(w: torch.Tensor) -> torch.Tensor:
+    """Neural feature matrix F = WᵀW, (k_ℓ, k_ℓ)."""
+    return w.T @ w
+
+
+def ptk_feature_covariance(jac: torch.Tensor) -> torch.Tensor:
+    """K = (1/n) Σ_{α,j} J[α,j,:] J[α,j,:]ᵀ, (k_{ℓ+1}, k_{ℓ+1}) (Eq. 3)."""
+    flat = jac.reshape(-1, jac.shape[-1]).to(torch.float64)
+    return flat.T @ flat / jac.shape[0]
+
+
+def agop(w: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """AGOP with respect to the layer input, Ḡ = WᵀKW, (k_ℓ, k_ℓ)."""
+    w = w.to(k.dtype)
+    return w.T @ k @ w
+
+
+def ptk_matrix(jac: torch.Tensor) -> torch.Tensor:
+    """PTK 𝒦 = J Jᵀ over samples and outputs, (n·c, n·c)."""
+    flat = jac.reshape(-1, jac.shape[-1]).to(torch.float64)
+    return flat @ flat.T
+
+
+def correlation(a: torch.Tensor, b: torch.Tensor, convention: str = "cosine") -> float:
+    """ρ(A, B) = ⟨A, B⟩_F / (‖A‖_F ‖B‖_F) (paper, 'cosine'), or the same after removing each
+    matrix's mean entry ('pearson', the authors' Fig 2 code). NaN when either side is zero."""
+    a, b = a.to(torch.float64).flatten(), b.to(torch.float64).flatten()
+    if convention == "pearson":
+        a, b = a - a.mean(), b - b.mean()
+    elif convention != "cosine":
+        raise ValueError(f"unknown correlation convention {convention!r}; allowed: {CONVENTIONS}")
+    denom = a.norm() * b.norm()
+    return float(a @ b / denom) if denom > 0 else float("nan")
+
+
+def nfc(w: torch.Tensor, k: torch.Tensor, convention: str = "cosine") -> float:
+    """Uncentered NFC, ρ(WᵀW, WᵀKW)."""
+    w = w.to(torch.float64)
+    return correlation(nfm(w), agop(w, k), convention)
+
+
+def centered_nfc(w: torch.Tensor, w0: torch.Tensor, k: torch.Tensor, convention: str = "cosine") -> float:
+    """C-NFC, ρ(W̄ᵀW̄, W̄ᵀKW̄) with W̄ = W − W₀ and K the current PTK covariance."""
+    return nfc(w.to(torch.float64) - w0.to(torch.float64), k, convention)
+
+
+def double_centered_nfc(
+    w: torch.Tensor, w0: torch.Tensor, k_bar: torch.Tensor, convention: str = "cosine"
+) -> float:
+    """DC-NFC, ρ(W̄ᵀW̄, W̄ᵀK̄W̄) with K̄ built from J_t − J_0."""
+    return nfc(w.to(torch.float64) - w0.to(torch.float64), k_bar, convention)
+
+
+def ptk_centered_nfc(w0: torch.Tensor, k_bar: torch.Tensor, convention: str = "cosine") -> float:
+    """PTK-centered NFC, ρ(W₀ᵀW₀, W₀ᵀK̄W₀) (Fig 6)."""
+    return nfc(w0, k_bar, convention)
+
+
+def _inner(a: torch.Tensor, b: torch.Tensor) -> float:
+    return float((a * b).sum())
+
+
+def ratio_c_uc(w: torch.Tensor, w0: torch.Tensor, k: torch.Tensor) -> float:
+    """R_C = ⟨W̄ᵀW̄, W̄ᵀKW̄⟩_F / ⟨WᵀW, WᵀKW⟩_F (Figs 4, 17)."""
+    w = w.to(torch.float64)
+    wb = w - w0.to(torch.float64)
+    return _inner(nfm(wb), agop(wb, k)) / _inner(nfm(w), agop(w, k))
+
+
+def ratio_dc_c(w: torch.Tensor, w0: torch.Tensor, k: torch.Tensor, k_bar: torch.Tensor) -> float:
+    """R_DC = ⟨W̄ᵀW̄, W̄ᵀK̄W̄⟩_F / ⟨W̄ᵀW̄, W̄ᵀKW̄⟩_F (Fig 5); NaN at init where both vanish."""
+    wb = w.to(torch.float64) - w0.to(torch.float64)
+    f = nfm(wb)
+    denom = _inner(f, agop(wb, k))
+    return _inner(f, agop(wb, k_bar)) / denom if denom != 0 else float("nan")
+
+
+def relative_weight_change(w: torch.Tensor, w0: torch.Tensor) -> float:
+    """‖W − W₀‖_F / ‖W‖_F (Figs 14, 15)."""
+    return float((w - w0).norm() / w.norm())
+
+
+def eigen_dispersion(k: torch.Tensor) -> float:
+    """std(eig K) / mean(eig K): how far K is from a multiple of the identity (Fig 1: 5.9)."""
+    eig = torch.linalg.eigvalsh(k.to(torch.float64))
+    return float(eig.std(correction=0) / eig.mean())

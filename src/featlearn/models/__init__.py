@@ -1,0 +1,1 @@
+"""Small explicit networks: read them top to bottom."""

@@ -1,0 +1,1 @@
+"""Optimizers: Speed Limited Optimization."""

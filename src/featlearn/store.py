@@ -1,0 +1,77 @@
+"""Metric stores: netCDF via xarray, with provenance, written atomically.
+
+Every store carries, as global attributes, the experiment's resolved config (JSON), the
+scale, where its data came from (real or stand-in), the git commit and dirty flag, the
+package versions, the creation time and the producing rule. A write goes to a temporary
+file first and is renamed into place, so a killed job never leaves a store that looks done.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import subprocess
+from importlib import metadata
+from pathlib import Path
+
+import xarray as xr
+
+PACKAGES = ("torch", "numpy", "xarray", "netCDF4", "snakemake", "featlearn")
+
+
+def git_state(repo: Path | None = None) -> tuple[str, bool]:
+    """(commit, dirty) of the repository holding this code; ('unknown', True) outside git."""
+    cwd = repo or Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=cwd, capture_output=True, text=True, check=True)
+        status = subprocess.run(["git", "status", "--porcelain"], cwd=cwd, capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown", True
+    return commit.stdout.strip(), bool(status.stdout.strip())
+
+
+def package_versions() -> str:
+    found = []
+    for name in PACKAGES:
+        try:
+            found.append(f"{name}=={metadata.version(name)}")
+        except metadata.PackageNotFoundError:
+            continue
+    return " ".join(found)
+
+
+def provenance(config_json: str, scale: str, rule: str, data_source: str) -> dict[str, str | int]:
+    """The global attributes every store carries."""
+    commit, dirty = git_state()
+    return {
+        "experiment_config": config_json,
+        "scale": scale,
+        "data_source": data_source,
+        "git_commit": commit,
+        "git_dirty": int(dirty),
+        "packages": package_versions(),
+        "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "rule": rule,
+    }
+
+
+def write_store(ds: xr.Dataset, path: str | Path, attrs: dict[str, str | int]) -> None:
+    """Write ``ds`` with ``attrs`` to ``path`` through a temporary file and a rename."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ds = ds.assign_attrs(attrs)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        ds.to_netcdf(tmp, engine="netcdf4")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def read_store(path: str | Path) -> xr.Dataset:
+    """Load a store fully into memory (and close the file), naming the path if it is unreadable."""
+    try:
+        with xr.open_dataset(path, engine="netcdf4") as ds:
+            return ds.load()
+    except (OSError, ValueError) as err:
+        raise OSError(f"metric store {path} is unreadable ({err}); delete it and rerun to rebuild it") from err

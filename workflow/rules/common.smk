@@ -1,0 +1,58 @@
+# Tables derived from config.yaml, and the source files each stage depends on.
+import importlib
+
+SRC = "src/featlearn/"
+SCALE = config["scale"]
+
+EXPERIMENTS = {name: fc.experiment(config, name) for name in config["experiments"]}
+TRAINING = [n for n, e in EXPERIMENTS.items() if e["kind"] == "training"]
+RUNS = {name: fc.runs(config, name) for name in TRAINING}
+DATASETS = {key: params for name in EXPERIMENTS for key, params in fc.datasets(config, name).items()}
+
+# Figures: each figure module names the experiments (stores) it reads.
+FIGURE_NUMBERS = {"alignment": [1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]}
+FIGURE_STORES = {
+    (paper, n): importlib.import_module(f"featlearn.figures.{paper}.fig{n}").EXPERIMENTS
+    for paper, numbers in FIGURE_NUMBERS.items()
+    for n in numbers
+}
+ALL_FIGURES = [f"figures/{paper}/fig{n}.pdf" for paper, n in FIGURE_STORES]
+
+
+def sources(*modules):
+    """Snakemake does not see Python imports: a rule lists the library files it runs."""
+    return [SRC + m for m in modules]
+
+
+DATA_SOURCES = sources("data/synthetic.py")
+MODEL_SOURCES = sources("models/mlp.py", "optim/slo.py", "train.py")
+# Adaptive SLO measures UC-NFC inside training, so only its runs depend on the metric code.
+ADAPTIVE_SOURCES = sources("metrics/jacobians.py", "metrics/nfa.py")
+MEASURE_SOURCES = MODEL_SOURCES + sources(
+    "metrics/jacobians.py", "metrics/nfa.py", "metrics/measure.py", "store.py"
+)
+THEORY_SOURCES = sources(
+    "models/mlp.py", "metrics/jacobians.py", "metrics/nfa.py", "metrics/theory.py", "store.py"
+)
+
+
+def data_path(params):
+    return f"results/data/{fc.dataset_key(params)}.pt"
+
+
+def train_sources(spec):
+    adaptive = spec["train"]["method"] == "slo_adaptive"
+    return MODEL_SOURCES + (ADAPTIVE_SOURCES if adaptive else [])
+
+
+def figure_sources(paper, n):
+    return sources("figures/style.py", f"figures/{paper}/fig{n}.py")
+
+
+def store_path(experiment):
+    return f"results/metrics/{experiment}.nc"
+
+
+# Resources grow with the scale; the SLURM profile turns them into requests.
+RUNTIME_MIN = {"smoke": 5, "quick": 20, "paper": 240}[SCALE]
+MEM_MB = {"smoke": 1000, "quick": 2000, "paper": 8000}[SCALE]

@@ -1,0 +1,29 @@
+# Stage 4: one PDF per paper figure; figures/figN.pdf is a shortcut to the alignment paper's.
+
+
+rule figure:
+    output:
+        "figures/{paper}/fig{n}.pdf",
+    input:
+        stores=lambda w: [store_path(e) for e in FIGURE_STORES[(w.paper, int(w.n))]],
+        code=lambda w: figure_sources(w.paper, w.n),
+    params:
+        experiments=lambda w: FIGURE_STORES[(w.paper, int(w.n))],
+    wildcard_constraints:
+        paper="alignment|collapse|tangent",
+        n=r"\d+",
+    log:
+        "results/logs/figures/{paper}/fig{n}.log",
+    script:
+        "../scripts/render.py"
+
+
+rule alignment_shortcut:
+    output:
+        "figures/fig{n}.pdf",
+    input:
+        "figures/alignment/fig{n}.pdf",
+    wildcard_constraints:
+        n=r"\d+",
+    shell:
+        "cp {input} {output}"

@@ -1,0 +1,60 @@
+# Stage 3: metric extraction into netCDF stores, one per experiment.
+
+
+rule measure_run:
+    output:
+        "results/metrics/{experiment}/{run}.nc",
+    input:
+        run="results/runs/{experiment}/{run}.pt",
+        data=lambda w: data_path(RUNS[w.experiment][w.run]["data"]),
+        code=MEASURE_SOURCES,
+    params:
+        spec=lambda w: RUNS[w.experiment][w.run],
+    wildcard_constraints:
+        experiment="|".join(TRAINING),
+    log:
+        "results/logs/measure/{experiment}/{run}.log",
+    threads: config.get("threads", 1)
+    resources:
+        runtime=RUNTIME_MIN,
+        mem_mb=MEM_MB,
+    script:
+        "../scripts/measure.py"
+
+
+rule combine_runs:
+    output:
+        "results/metrics/{experiment}.nc",
+    input:
+        runs=lambda w: [f"results/metrics/{w.experiment}/{r}.nc" for r in RUNS[w.experiment]],
+        code=sources("metrics/measure.py", "store.py"),
+    params:
+        points=lambda w: {r: spec["sweep"] for r, spec in RUNS[w.experiment].items()},
+        experiment=lambda w: EXPERIMENTS[w.experiment],
+    wildcard_constraints:
+        experiment="|".join(TRAINING),
+    log:
+        "results/logs/combine/{experiment}.log",
+    script:
+        "../scripts/combine.py"
+
+
+rule theory:
+    output:
+        "results/metrics/{experiment}.nc",
+    input:
+        data=lambda w: [data_path(p) for p in fc.datasets(config, w.experiment).values()],
+        code=THEORY_SOURCES,
+    params:
+        experiment=lambda w: EXPERIMENTS[w.experiment],
+        datasets=lambda w: list(fc.datasets(config, w.experiment).values()),
+    wildcard_constraints:
+        experiment="|".join(n for n in EXPERIMENTS if n not in TRAINING),
+    log:
+        "results/logs/theory/{experiment}.log",
+    threads: config.get("threads", 1)
+    resources:
+        runtime=RUNTIME_MIN,
+        mem_mb=MEM_MB,
+    script:
+        "../scripts/theory.py"

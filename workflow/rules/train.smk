@@ -1,0 +1,22 @@
+# Stage 2: one job per training run; snapshots on the measurement schedule.
+
+
+rule train:
+    output:
+        "results/runs/{experiment}/{run}.pt",
+    input:
+        data=lambda w: data_path(RUNS[w.experiment][w.run]["data"]),
+        code=lambda w: train_sources(RUNS[w.experiment][w.run]),
+    params:
+        spec=lambda w: RUNS[w.experiment][w.run],
+        checkpoint=lambda w: f"results/runs/{w.experiment}/{w.run}.ckpt",
+    wildcard_constraints:
+        experiment="|".join(TRAINING),
+    log:
+        "results/logs/train/{experiment}/{run}.log",
+    threads: config.get("threads", 1)
+    resources:
+        runtime=RUNTIME_MIN,
+        mem_mb=MEM_MB,
+    script:
+        "../scripts/train.py"

@@ -1,0 +1,11 @@
+from featlearn.config import spec_json
+from featlearn.jobs import start
+from featlearn.metrics.measure import combine_runs
+from featlearn.store import provenance, read_store, write_store
+
+log = start(snakemake.log[0])
+points = snakemake.params.points
+stores = {run: (points[run], read_store(path)) for run, path in zip(points, snakemake.input.runs)}
+attrs = provenance(spec_json(snakemake.params.experiment), snakemake.config["scale"], snakemake.rule,
+                   "synthetic (generated)")
+write_store(combine_runs(stores), snakemake.output[0], attrs)

@@ -1,0 +1,6 @@
+from featlearn.data.synthetic import make_dataset
+from featlearn.jobs import save_tensors, start
+
+log = start(snakemake.log[0])
+log.info("generating %s", snakemake.params.spec)
+save_tensors(make_dataset(snakemake.params.spec), snakemake.output[0])
