@@ -86,7 +86,8 @@ def validate(config: dict, schema_path: str | Path) -> None:
             for scale in SCALES:
                 where = f"config.yaml: experiments.{name}"
                 resolved = _resolve(exp, scale)
-                for problem in _errors(resolved, kind_schema, where) + _semantic_errors(resolved, where):
+                found = _errors(resolved, kind_schema, where) or _semantic_errors(resolved, where)
+                for problem in found:
                     at_scales.setdefault(problem, []).append(scale)
             problems += [f"{p} [at scale {', '.join(s)}]" for p, s in at_scales.items()]
     if problems:
@@ -113,7 +114,10 @@ def _semantic_errors(exp: dict, where: str) -> list[str]:
                 f"{where}.train.lr has {len(train['lr'])} values for {len(sweep[follows])} values of sweep.{follows}"
             )
     methods = sweep.get("method", [train["method"]])
-    if "slo" in methods and len(train["slo"]["speeds"]) != len(model["widths"]) + 1:
+    for method in ("slo", "slo_adaptive"):
+        if method in methods and method not in train:
+            problems.append(f"{where}.train.{method} is required when method {method} is used")
+    if "slo" in methods and "slo" in train and len(train["slo"]["speeds"]) != len(model["widths"]) + 1:
         problems.append(
             f"{where}.train.slo.speeds needs one speed per weight matrix ({len(model['widths']) + 1}, "
             f"readout included), got {len(train['slo']['speeds'])}"

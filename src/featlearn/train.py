@@ -103,7 +103,7 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path) -> dict:
     canonical = spec_json(spec)
     every_s = tr.get("checkpoint_seconds", 60.0)
 
-    state = {"snapshots": {}, "losses": [], "speeds": [], "step": 0}
+    state = {"snapshots": {}, "losses": [], "speeds": [], "step": 0, "order": torch.arange(n)}
     ckpt = _load_checkpoint(checkpoint, canonical)
     if ckpt is not None:
         model.load_state_dict(ckpt["model"])
@@ -113,7 +113,6 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path) -> dict:
     start = time.monotonic()
     last_ckpt = start
     status, diverged_at = "completed", None
-    order = torch.arange(n)
     step = state["step"]
     while True:
         if step in schedule:
@@ -131,8 +130,8 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path) -> dict:
                 state["snapshots"].pop(step, None)
             break
         if batch < n and step % math.ceil(n / batch) == 0:
-            order = torch.randperm(n, generator=shuffle)
-        idx = order[(step % math.ceil(n / batch)) * batch:][:batch]
+            state["order"] = torch.randperm(n, generator=shuffle)
+        idx = state["order"][(step % math.ceil(n / batch)) * batch:][:batch]
         if tr["method"] == "slo_adaptive":
             optimizer.set_speeds(_adaptive(model, x, tr["slo_adaptive"]["s"]))
             state["speeds"].append([g["speed"] for g in optimizer.param_groups])

@@ -45,6 +45,14 @@ def train_sources(spec):
     return MODEL_SOURCES + (ADAPTIVE_SOURCES if adaptive else [])
 
 
+def figure_stores(paper, n):
+    if (paper, int(n)) not in FIGURE_STORES:
+        raise ValueError(
+            f"figures/{paper}/fig{n}.pdf is not a figure this pipeline builds; targets: {', '.join(ALL_FIGURES)}"
+        )
+    return FIGURE_STORES[(paper, int(n))]
+
+
 def figure_sources(paper, n):
     return sources("figures/style.py", f"figures/{paper}/fig{n}.py")
 

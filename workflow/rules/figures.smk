@@ -5,10 +5,10 @@ rule figure:
     output:
         "figures/{paper}/fig{n}.pdf",
     input:
-        stores=lambda w: [store_path(e) for e in FIGURE_STORES[(w.paper, int(w.n))]],
+        stores=lambda w: [store_path(e) for e in figure_stores(w.paper, w.n)],
         code=lambda w: figure_sources(w.paper, w.n),
     params:
-        experiments=lambda w: FIGURE_STORES[(w.paper, int(w.n))],
+        experiments=lambda w: figure_stores(w.paper, w.n),
     wildcard_constraints:
         paper="alignment|collapse|tangent",
         n=r"\d+",

@@ -1,0 +1,76 @@
+import copy
+
+import numpy as np
+import pytest
+import torch
+
+from featlearn.data.synthetic import make_dataset
+from featlearn.metrics import nfa
+from featlearn.metrics.jacobians import layer_jacobians
+from featlearn.metrics.measure import combine_runs, measure_run
+from featlearn.metrics.theory import second_derivative_correlation
+from featlearn.train import build_model, train
+
+SPEC = {
+    "experiment": "t", "sweep": {}, "device": "cpu", "seed": 0,
+    "data": {"task": "chain_monomial", "r": 5, "d": 8, "n": 48, "n_test": 16, "alpha": None, "seed": 0},
+    "model": {"widths": [32, 24], "activation": "relu", "init_scales": [1.0, 1.0], "init_convention": "torch_std",
+              "readout_scale": 1.0},
+    "train": {"method": "gd", "lr": 1e-3, "steps": 1, "measure_every": 1},
+    "measure": {"centered": True, "random_q_draws": 3},
+}
+
+
+def test_one_gd_step_centered_nfc_equals_second_derivative_correlation(tmp_path):
+    """After one full-batch step W̄ = −η∇𝓛 exactly, so C-NFC = ρ(Xᵀ𝓛̇𝒦𝓛̇X, Xᵀ𝓛̇𝒦²𝓛̇X) up to O(η)."""
+    data = make_dataset(SPEC["data"])
+    record = train(SPEC, data, tmp_path / "r.pt", tmp_path / "r.ckpt")
+    ds = measure_run(record, data, SPEC)
+    model = build_model(SPEC).double()
+    x = data["x"]
+    with torch.no_grad():
+        residual = model(x)[:, 0] - data["y"]  # 𝓛̇ ∝ f₀ − y for the MSE
+    jac0 = layer_jacobians(model, x)[0].detach()
+    expected = second_derivative_correlation(x, residual, nfa.ptk_matrix(jac0))
+    measured = float(ds.c_nfc.sel(step=1, layer=1, convention="cosine"))
+    assert measured == pytest.approx(expected, abs=2e-3)
+    # and it is not trivially 1: the test could fail
+    assert expected < 0.999
+
+
+def test_measure_run_schema_and_nan_conventions(tmp_path):
+    spec = copy.deepcopy(SPEC)
+    spec["train"].update(steps=20, measure_every=10, lr=0.05)
+    data = make_dataset(spec["data"])
+    ds = measure_run(train(spec, data, tmp_path / "r.pt", tmp_path / "r.ckpt"), data, spec)
+    assert list(ds.step.values) == [0, 1, 10, 20]
+    assert ds.uc_nfc.dims == ("step", "layer", "convention")
+    assert np.isnan(ds.c_nfc.sel(step=0)).all() and np.isfinite(ds.c_nfc.sel(step=20)).all()
+    assert np.isfinite(ds.uc_nfc).all()
+    assert ds.rho_nfm_corrupted.sizes["q_draw"] == 3
+    assert all("long_name" in ds[v].attrs for v in ds.data_vars)
+
+
+def test_diverged_run_is_nan_after_divergence_and_flagged(tmp_path):
+    spec = copy.deepcopy(SPEC)
+    spec["train"].update(steps=30, measure_every=5, lr=1e4)
+    data = make_dataset(spec["data"])
+    ds = measure_run(train(spec, data, tmp_path / "r.pt", tmp_path / "r.ckpt"), data, spec)
+    assert int(ds.diverged) == 1
+    after = ds.step > float(ds.diverged_step)
+    assert np.isnan(ds.uc_nfc.where(after, drop=True)).all()
+
+
+def test_combine_runs_puts_sweep_points_on_named_dimensions(tmp_path):
+    parts = {}
+    for s0 in (1.0, 0.1):
+        spec = copy.deepcopy(SPEC)
+        spec["model"]["init_scales"][0] = s0
+        spec["train"].update(steps=5, measure_every=5)
+        data = make_dataset(spec["data"])
+        ds = measure_run(train(spec, data, tmp_path / f"{s0}.pt", tmp_path / "c.ckpt"), data, spec)
+        parts[str(s0)] = ({"alpha": None, "init_scale": s0}, ds)
+    store = combine_runs(parts)
+    assert store.uc_nfc.dims[:2] == ("spectrum", "init_scale")
+    assert list(store.spectrum.values) == ["isotropic"]
+    assert sorted(store.init_scale.values) == [0.1, 1.0]

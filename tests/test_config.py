@@ -1,0 +1,82 @@
+import copy
+from pathlib import Path
+
+import pytest
+import yaml
+
+from featlearn import config as fc
+
+ROOT = Path(__file__).resolve().parents[1]
+SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
+CONFIG = yaml.safe_load((ROOT / "config.yaml").read_text())
+
+
+def _invalid(mutate):
+    cfg = copy.deepcopy(CONFIG)
+    mutate(cfg)
+    with pytest.raises(fc.ConfigError) as err:
+        fc.validate(cfg, SCHEMA)
+    return str(err.value)
+
+
+def test_shipped_config_is_valid_at_every_scale():
+    fc.validate(CONFIG, SCHEMA)
+
+
+@pytest.mark.parametrize(
+    ("mutate", "expected"),
+    [
+        (lambda c: c.update(scale="huge"), "config.yaml: scale must be one of ['smoke', 'quick', 'paper'] (got 'huge')"),
+        (lambda c: c.update(colour="red"), "unknown key(s) ['colour']"),
+        (lambda c: c["experiments"]["init_sweep"]["train"].update(lr=-0.1),
+         "experiments.init_sweep.train.lr must be > 0 (got -0.1)"),
+        (lambda c: c["experiments"]["init_sweep"]["model"].update(activation="tanh"),
+         "experiments.init_sweep.model.activation must be one of ['relu', 'quadratic'] (got 'tanh')"),
+        (lambda c: c["experiments"]["init_sweep"]["train"].update(steps="many"),
+         "experiments.init_sweep.train.steps must be of type integer (got 'many')"),
+        (lambda c: c["experiments"]["init_sweep"]["model"].update(widht=[3]),
+         "experiments.init_sweep.model: unknown key(s) ['widht']; allowed keys: ['activation'"),
+        (lambda c: c["experiments"]["slo_sweep"]["train"].update(lr=[0.1, 0.2]),
+         "experiments.slo_sweep.train.lr has 2 values for 4 values of sweep.init_scale [at scale quick, paper]"),
+        (lambda c: c["experiments"]["slo_sweep"]["train"]["slo"].update(speeds=[1.0]),
+         "train.slo.speeds needs one speed per weight matrix (3, readout included), got 1"),
+        (lambda c: c["experiments"]["reversing"]["scales"]["quick"].update(gammas=[0.0, 1.0]),
+         "experiments.reversing.gammas.0 must be > 0 (got 0.0) [at scale quick]"),
+        (lambda c: c["experiments"]["chain_fig1"].update(kind="magic"),
+         "must be one of ['training', 'reversing', 'first_order'] (got 'magic')"),
+    ],
+)
+def test_each_mistake_names_the_key_and_the_allowed_values(mutate, expected):
+    assert expected in _invalid(mutate)
+
+
+def test_all_mistakes_are_reported_at_once():
+    def two(c):
+        c.update(scale="huge")
+        c["experiments"]["init_sweep"]["train"].update(lr=-1)
+
+    message = _invalid(two)
+    assert "scale must be one of" in message and "train.lr must be > 0" in message
+
+
+def test_runs_expand_the_sweep_and_pair_lr_with_init_scale():
+    cfg = {**CONFIG, "scale": "paper"}
+    runs = fc.runs(cfg, "slo_sweep")
+    assert len(runs) == 4 * 2 * 3
+    spec = runs["init_scale-0.001_method-slo_seed-2"]
+    assert spec["train"]["lr"] == 0.4 and spec["train"]["method"] == "slo"
+    assert spec["model"]["init_scales"] == [0.001, 1.0] and spec["data"]["seed"] == 2
+
+
+def test_quick_scale_overrides_only_what_it_names():
+    quick = fc.experiment({**CONFIG, "scale": "quick"}, "init_sweep")
+    paper = fc.experiment({**CONFIG, "scale": "paper"}, "init_sweep")
+    assert quick["sweep"]["seed"] == [0] and paper["sweep"]["seed"] == [0, 1, 2]
+    assert quick["train"]["lr"] == paper["train"]["lr"] == 0.05
+
+
+def test_shared_datasets_have_one_key():
+    cfg = {**CONFIG, "scale": "quick"}
+    slo = set(fc.datasets(cfg, "slo_sweep"))
+    init = set(fc.datasets(cfg, "init_sweep"))
+    assert slo <= init  # Figs 4 and 8 train on the same isotropic chain-monomial file

@@ -1,0 +1,94 @@
+import copy
+import multiprocessing as mp
+import os
+import signal
+import time
+
+import pytest
+import torch
+
+from featlearn.data.synthetic import make_dataset
+from featlearn.train import measurement_steps, train
+
+SPEC = {
+    "experiment": "t", "sweep": {}, "device": "cpu", "seed": 0,
+    "data": {"task": "chain_monomial", "r": 3, "d": 6, "n": 32, "n_test": 16, "alpha": None, "seed": 0},
+    "model": {"widths": [16, 16], "activation": "relu", "init_scales": [1.0, 1.0], "init_convention": "torch_std",
+              "readout_scale": 1.0},
+    "train": {"method": "gd", "lr": 0.1, "steps": 40, "measure_every": 10},
+    "measure": {},
+}
+
+
+def _spec(**train):
+    spec = copy.deepcopy(SPEC)
+    spec["train"].update(train)
+    return spec
+
+
+def _data(spec):
+    return make_dataset(spec["data"])
+
+
+def test_schedule_has_init_step_one_and_final():
+    assert measurement_steps(25, 10) == [0, 1, 10, 20, 25]
+
+
+@pytest.mark.parametrize("method", ["gd", "sgd", "adam", "slo", "slo_adaptive"])
+def test_two_identical_runs_are_bitwise_identical(tmp_path, method):
+    extra = {"slo": {"speeds": [1.0, 0.1, 0.1], "eps": 0.1}, "slo_adaptive": {"s": 20, "eps": 0.01},
+             "batch_size": 8 if method == "sgd" else None}
+    spec = _spec(method=method, **extra)
+    a = train(spec, _data(spec), tmp_path / "a.pt", tmp_path / "a.ckpt")
+    b = train(spec, _data(spec), tmp_path / "b.pt", tmp_path / "b.ckpt")
+    assert a["status"] == "completed"
+    assert torch.equal(a["losses"], b["losses"])
+    for step in a["snapshots"]:
+        assert all(torch.equal(u, v) for u, v in zip(a["snapshots"][step], b["snapshots"][step]))
+    assert float(a["losses"][-1]) < float(a["losses"][0])
+
+
+def test_divergence_is_recorded_not_raised(tmp_path):
+    spec = _spec(lr=1e4)
+    record = train(spec, _data(spec), tmp_path / "d.pt", tmp_path / "d.ckpt")
+    assert record["status"] == "diverged"
+    assert record["diverged_step"] is not None and record["diverged_step"] < 40
+    assert all(torch.isfinite(w).all() for snap in record["snapshots"].values() for w in snap)
+    assert torch.load(tmp_path / "d.pt", weights_only=False)["status"] == "diverged"
+
+
+def _train_slowly(spec, data, out, ckpt):
+    train(spec, data, out, ckpt)
+
+
+def test_killed_run_resumes_and_matches_uninterrupted(tmp_path):
+    spec = _spec(method="sgd", batch_size=8, steps=4000, measure_every=50, checkpoint_seconds=1e-9)
+    data = _data(spec)
+    reference = train(spec, data, tmp_path / "ref.pt", tmp_path / "ref.ckpt")
+    out, ckpt = tmp_path / "run.pt", tmp_path / "run.ckpt"
+    proc = mp.get_context("fork").Process(target=_train_slowly, args=(spec, data, out, ckpt))
+    proc.start()
+    deadline = time.monotonic() + 60
+    while not ckpt.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.3)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.join()
+    assert not out.exists(), "the run finished before it could be killed; make it longer"
+    assert ckpt.exists()
+    resumed_from = torch.load(ckpt, weights_only=False)["step"]
+    assert 0 < resumed_from < 4000
+    record = train(spec, data, out, ckpt)
+    assert not ckpt.exists()
+    assert torch.equal(record["losses"], reference["losses"])
+    for step, weights in reference["snapshots"].items():
+        assert all(torch.equal(u, v) for u, v in zip(weights, record["snapshots"][step]))
+
+
+def test_corrupted_checkpoint_is_reported_and_ignored(tmp_path, caplog):
+    spec = _spec()
+    ckpt = tmp_path / "x.ckpt"
+    ckpt.write_bytes(b"not a checkpoint")
+    record = train(spec, _data(spec), tmp_path / "x.pt", ckpt)
+    assert record["status"] == "completed"
+    assert "unreadable" in caplog.text and str(ckpt) in caplog.text
