@@ -26,7 +26,8 @@ def test_shipped_config_is_valid_at_every_scale():
 @pytest.mark.parametrize(
     ("mutate", "expected"),
     [
-        (lambda c: c.update(scale="huge"), "config.yaml: scale must be one of ['smoke', 'quick', 'paper'] (got 'huge')"),
+        (lambda c: c.update(scale="huge"),
+         "config.yaml: scale must be one of ['smoke', 'quick', 'paper'] (got 'huge')"),
         (lambda c: c.update(colour="red"), "unknown key(s) ['colour']"),
         (lambda c: c["experiments"]["init_sweep"]["train"].update(lr=-0.1),
          "experiments.init_sweep.train.lr must be > 0 (got -0.1)"),
