@@ -64,8 +64,8 @@ def test_runs_expand_the_sweep_and_pair_lr_with_init_scale():
     cfg = {**CONFIG, "scale": "paper"}
     runs = fc.runs(cfg, "slo_sweep")
     assert len(runs) == 4 * 2 * 3
-    spec = runs["init_scale-0.001_method-slo_seed-2"]
-    assert spec["train"]["lr"] == 0.4 and spec["train"]["method"] == "slo"
+    spec = runs["init_scale-0.001_optimizer-slo_seed-2"]
+    assert spec["train"]["lr"] == 0.4 and spec["train"]["optimizer"] == "slo"
     assert spec["model"]["init_scales"] == [0.001, 1.0] and spec["data"]["seed"] == 2
 
 

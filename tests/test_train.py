@@ -15,7 +15,7 @@ SPEC = {
     "data": {"task": "chain_monomial", "r": 3, "d": 6, "n": 32, "n_test": 16, "alpha": None, "seed": 0},
     "model": {"widths": [16, 16], "activation": "relu", "init_scales": [1.0, 1.0], "init_convention": "torch_std",
               "readout_scale": 1.0},
-    "train": {"method": "gd", "lr": 0.1, "steps": 40, "measure_every": 10},
+    "train": {"optimizer": "gd", "lr": 0.1, "steps": 40, "measure_every": 10},
     "measure": {},
 }
 
@@ -38,7 +38,7 @@ def test_schedule_has_init_step_one_and_final():
 def test_two_identical_runs_are_bitwise_identical(tmp_path, method):
     extra = {"slo": {"speeds": [1.0, 0.1, 0.1], "eps": 0.1}, "slo_adaptive": {"s": 20, "eps": 0.01},
              "batch_size": 8 if method == "sgd" else None}
-    spec = _spec(method=method, **extra)
+    spec = _spec(optimizer=method, **extra)
     a = train(spec, _data(spec), tmp_path / "a.pt", tmp_path / "a.ckpt")
     b = train(spec, _data(spec), tmp_path / "b.pt", tmp_path / "b.ckpt")
     assert a["status"] == "completed"
@@ -62,7 +62,7 @@ def _train_slowly(spec, data, out, ckpt):
 
 
 def test_killed_run_resumes_and_matches_uninterrupted(tmp_path):
-    spec = _spec(method="sgd", batch_size=8, steps=4000, measure_every=50, checkpoint_seconds=1e-9)
+    spec = _spec(optimizer="sgd", batch_size=8, steps=4000, measure_every=50, checkpoint_seconds=1e-9)
     data = _data(spec)
     reference = train(spec, data, tmp_path / "ref.pt", tmp_path / "ref.ckpt")
     out, ckpt = tmp_path / "run.pt", tmp_path / "run.ckpt"

@@ -17,7 +17,7 @@ import jsonschema
 import yaml
 
 SCALES = ("smoke", "quick", "paper")
-SWEEP_DIMS = ("alpha", "init_scale", "method", "seed")
+SWEEP_DIMS = ("alpha", "init_scale", "optimizer", "seed")
 
 
 class ConfigError(ValueError):
@@ -113,11 +113,11 @@ def _semantic_errors(exp: dict, where: str) -> list[str]:
             problems.append(
                 f"{where}.train.lr has {len(train['lr'])} values for {len(sweep[follows])} values of sweep.{follows}"
             )
-    methods = sweep.get("method", [train["method"]])
-    for method in ("slo", "slo_adaptive"):
-        if method in methods and method not in train:
-            problems.append(f"{where}.train.{method} is required when method {method} is used")
-    if "slo" in methods and "slo" in train and len(train["slo"]["speeds"]) != len(model["widths"]) + 1:
+    optimizers = sweep.get("optimizer", [train["optimizer"]])
+    for name in ("slo", "slo_adaptive"):
+        if name in optimizers and name not in train:
+            problems.append(f"{where}.train.{name} is required when optimizer {name} is used")
+    if "slo" in optimizers and "slo" in train and len(train["slo"]["speeds"]) != len(model["widths"]) + 1:
         problems.append(
             f"{where}.train.slo.speeds needs one speed per weight matrix ({len(model['widths']) + 1}, "
             f"readout included), got {len(train['slo']['speeds'])}"
@@ -155,7 +155,7 @@ def runs(config: dict, name: str) -> dict[str, dict]:
     """Every run of a training experiment, keyed by its run id, as a self-contained spec.
 
     The sweep is the product of ``sweep``'s lists; ``init_scale`` replaces the first hidden
-    layer's scale, ``alpha`` and ``seed`` select the data, ``method`` the optimizer, and a
+    layer's scale, ``alpha`` and ``seed`` select the data, ``optimizer`` the optimizer, and a
     list-valued ``train.lr`` follows the sweep key named by ``train.lr_follows``.
     """
     exp = experiment(config, name)
@@ -172,8 +172,8 @@ def runs(config: dict, name: str) -> dict[str, dict]:
             spec["data"]["alpha"] = point["alpha"]
         if "init_scale" in point:
             spec["model"]["init_scales"][0] = point["init_scale"]
-        if "method" in point:
-            spec["train"]["method"] = point["method"]
+        if "optimizer" in point:
+            spec["train"]["optimizer"] = point["optimizer"]
         lr = spec["train"]["lr"]
         if isinstance(lr, list):
             follows = spec["train"]["lr_follows"]

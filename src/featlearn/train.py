@@ -46,7 +46,7 @@ def build_model(spec: dict) -> MLP:
 
 
 def make_optimizer(model: MLP, train: dict) -> torch.optim.Optimizer:
-    method, lr = train["method"], train["lr"]
+    method, lr = train["optimizer"], train["lr"]
     if method in ("gd", "sgd"):
         return torch.optim.SGD(model.parameters(), lr=lr, momentum=train.get("momentum", 0.0))
     if method == "adam":
@@ -56,7 +56,7 @@ def make_optimizer(model: MLP, train: dict) -> torch.optim.Optimizer:
     if method == "slo_adaptive":
         n = len(model.layers)
         return SLO(model.parameters(), lr, [1.0] * n, train["slo_adaptive"]["eps"])
-    raise ValueError(f"unknown training method {method!r}")
+    raise ValueError(f"unknown optimizer {method!r}")
 
 
 def _weights(model: MLP) -> list[torch.Tensor]:
@@ -132,7 +132,7 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path) -> dict:
         if batch < n and step % math.ceil(n / batch) == 0:
             state["order"] = torch.randperm(n, generator=shuffle)
         idx = state["order"][(step % math.ceil(n / batch)) * batch:][:batch]
-        if tr["method"] == "slo_adaptive":
+        if tr["optimizer"] == "slo_adaptive":
             optimizer.set_speeds(_adaptive(model, x, tr["slo_adaptive"]["s"]))
             state["speeds"].append([g["speed"] for g in optimizer.param_groups])
         optimizer.zero_grad()

@@ -16,7 +16,7 @@ SPEC = {
     "data": {"task": "chain_monomial", "r": 5, "d": 8, "n": 48, "n_test": 16, "alpha": None, "seed": 0},
     "model": {"widths": [32, 24], "activation": "relu", "init_scales": [1.0, 1.0], "init_convention": "torch_std",
               "readout_scale": 1.0},
-    "train": {"method": "gd", "lr": 1e-3, "steps": 1, "measure_every": 1},
+    "train": {"optimizer": "gd", "lr": 1e-3, "steps": 1, "measure_every": 1},
     "measure": {"centered": True, "random_q_draws": 3},
 }
 

@@ -1,5 +1,6 @@
 # Tables derived from config.yaml, and the source files each stage depends on.
 import importlib
+import os
 
 SRC = "src/featlearn/"
 SCALE = config["scale"]
@@ -41,7 +42,7 @@ def data_path(params):
 
 
 def train_sources(spec):
-    adaptive = spec["train"]["method"] == "slo_adaptive"
+    adaptive = spec["train"]["optimizer"] == "slo_adaptive"
     return MODEL_SOURCES + (ADAPTIVE_SOURCES if adaptive else [])
 
 
@@ -54,7 +55,8 @@ def figure_stores(paper, n):
 
 
 def figure_sources(paper, n):
-    return sources("figures/style.py", f"figures/{paper}/fig{n}.py")
+    shared = [f"figures/{paper}/panels.py"] if os.path.exists(f"{SRC}figures/{paper}/panels.py") else []
+    return sources("figures/style.py", *shared, f"figures/{paper}/fig{n}.py")
 
 
 def store_path(experiment):

@@ -1,0 +1,25 @@
+"""Fig 5: ratio R_DC of the double-centered to the centered unnormalized NFC vs step, per layer and s₀."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import xarray as xr
+
+from featlearn.figures.alignment.panels import experiment_config, layer_row, seeds_note, subplots
+from featlearn.figures.style import apply_style, finish
+
+EXPERIMENTS = ("init_sweep",)
+
+
+def render(stores: dict[str, xr.Dataset], out: Path) -> None:
+    """R_DC = ⟨W̄ᵀW̄, W̄ᵀK̄W̄⟩ / ⟨W̄ᵀW̄, W̄ᵀKW̄⟩ on the isotropic runs of the Fig 8 sweep (spec reuses
+    them); log y, because the claim is that it starts orders of magnitude below 1."""
+    apply_style()
+    ds = stores["init_sweep"]
+    fig, axes = subplots(1, ds.sizes["layer"], 7.5, 2.8)
+    layer_row(axes[0], ds, "isotropic", "ratio_dc_c", "R_DC", log=True)
+    cfg = experiment_config(ds)
+    fig.suptitle(f"Fig 5 · double-centered / centered NFC numerators · chain monomial r={cfg['data']['r']}, "
+                 f"GD lr {cfg['train']['lr']}; {seeds_note(ds)}")
+    finish(fig, out, ds)

@@ -1,0 +1,28 @@
+"""Fig 6: PTK-centered NFC ρ(W₀ᵀW₀, W₀ᵀK̄W₀) vs step, per layer and s₀, for two input spectra."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import xarray as xr
+
+from featlearn.figures.alignment.panels import experiment_config, layer_row, seeds_note, subplots
+from featlearn.figures.style import apply_style, finish
+
+EXPERIMENTS = ("init_sweep",)
+
+SPECTRA = {"(a)": "isotropic", "(b)": "1/(1+k^2)"}
+
+
+def render(stores: dict[str, xr.Dataset], out: Path) -> None:
+    """Row (a) isotropic and row (b) λ_k ∝ 1/(1+k²) inputs, from the Figs 8 and 10 runs."""
+    apply_style()
+    ds = stores["init_sweep"]
+    fig, axes = subplots(len(SPECTRA), ds.sizes["layer"], 7.5, 5.2)
+    for row, (letter, spectrum) in zip(axes, SPECTRA.items()):
+        layer_row(row, ds, spectrum, "ptkc_nfc", "PTK-centered NFC")
+        row[0].set_ylabel(letter, fontweight="bold", rotation=0, labelpad=12)
+    cfg = experiment_config(ds)
+    fig.suptitle(f"Fig 6 · PTK-centered NFC, ρ = cosine · chain monomial r={cfg['data']['r']}, "
+                 f"GD lr {cfg['train']['lr']}; {seeds_note(ds)}")
+    finish(fig, out, ds)
