@@ -118,10 +118,7 @@ def free_numerator(t: DataTraces, r: torch.Tensor) -> float:
     """τ(ARARBR) = τ(A)²τ(B)τ(R³) + 2τ(A)τ(R²)τ(R)τ(ĀB̄) + τ(B)τ(R)τ(R²)τ(Ā²) + τ(R)³τ(Ā²B̄) (Eq. 20)."""
     r1, r2, r3, _ = r.tolist()
     return (
-        t.a**2 * t.b * r3
-        + 2 * t.a * r2 * r1 * t.abar_bbar
-        + t.b * r1 * r2 * t.abar2
-        + r1**3 * t.abar2_bbar
+        t.a**2 * t.b * r3 + 2 * t.a * r2 * r1 * t.abar_bbar + t.b * r1 * r2 * t.abar2 + r1**3 * t.abar2_bbar
     )
 
 
@@ -198,12 +195,11 @@ def draw_layer0_ptks(
     )
 
 
-def _attrs(cfg: dict, **extra: object) -> dict:
-    """netCDF-safe provenance: scalar config entries, the conventions, and ``extra``."""
-    attrs = {k: v for k, v in cfg.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
-    attrs.update(correlation="cosine", loss_derivative="Y = diag(y) (zero output by subtracting a copy)")
-    attrs.update(extra)
-    return attrs
+# The conventions every theory store records (the pipeline adds config and provenance).
+CONVENTION_ATTRS = {
+    "correlation": "cosine",
+    "loss_derivative": "Y = diag(y): zero output by subtracting a copy",
+}
 
 
 def reversing_store(cfg: dict, datasets: dict[tuple[float, int], dict]) -> xr.Dataset:
@@ -217,10 +213,14 @@ def reversing_store(cfg: dict, datasets: dict[tuple[float, int], dict]) -> xr.Da
     gammas, seeds = list(cfg["gammas"]), list(range(cfg["data_seeds"]))
     missing = [(g, s) for g in gammas for s in seeds if (g, s) not in datasets]
     if missing:
-        raise KeyError(f"reversing_store: no dataset for (gamma, data_seed) {missing[:3]} ({len(missing)} missing)")
+        raise KeyError(
+            f"reversing_store: no dataset for (gamma, data_seed) {missing[:3]} ({len(missing)} missing)"
+        )
     gen = torch.Generator().manual_seed(cfg["net_seed"])
     w, a = sample_quadratic_net(cfg["d"], cfg["k"], gen)
-    moments = torch.stack([r_moments(*sample_quadratic_net(cfg["d"], cfg["k"], gen)) for _ in range(cfg["r_seeds"])])
+    moments = torch.stack(
+        [r_moments(*sample_quadratic_net(cfg["d"], cfg["k"], gen)) for _ in range(cfg["r_seeds"])]
+    )
     r_mean = moments.mean(dim=0)
     observed = torch.empty(len(gammas), len(seeds), dtype=F64)
     predicted = torch.empty_like(observed)
@@ -246,7 +246,7 @@ def reversing_store(cfg: dict, datasets: dict[tuple[float, int], dict]) -> xr.Da
             ),
         },
         coords={"gamma": gammas, "data_seed": seeds, "power": [1, 2, 3, 4]},
-        attrs=_attrs(cfg, x_scale=x_scale, data_source="synthetic: alignment-reversing dataset (App. G)"),
+        attrs={**CONVENTION_ATTRS, "x_scale_used": x_scale},
     )
 
 
@@ -261,13 +261,15 @@ def first_order_store(cfg: dict, datasets: dict[tuple[str, float], dict]) -> xr.
     acts, tasks, widths, alphas = cfg["activations"], cfg["tasks"], cfg["widths"], cfg["alphas"]
     missing = [(t, al) for t in tasks for al in alphas if (t, al) not in datasets]
     if missing:
-        raise KeyError(f"first_order_store: no dataset for (task, alpha) {missing[:3]} ({len(missing)} missing)")
+        raise KeyError(
+            f"first_order_store: no dataset for (task, alpha) {missing[:3]} ({len(missing)} missing)"
+        )
     inputs: list[torch.Tensor] = []
-    which: dict[tuple[str, float], int] = {}
+    input_of: dict[tuple[str, float], int] = {}
     for key in [(t, al) for t in tasks for al in alphas]:
         x = datasets[key]["x"].to(F64)
-        which[key] = next((i for i, seen in enumerate(inputs) if torch.equal(seen, x)), len(inputs))
-        if which[key] == len(inputs):
+        input_of[key] = next((i for i, seen in enumerate(inputs) if torch.equal(seen, x)), len(inputs))
+        if input_of[key] == len(inputs):
             inputs.append(x)
     xs = torch.stack(inputs)
     mc, n_obs = cfg["mc_inits"], cfg["observed_nets"]
@@ -278,7 +280,7 @@ def first_order_store(cfg: dict, datasets: dict[tuple[str, float], dict]) -> xr.
             ptks = draw_layer0_ptks(xs, width, act, mc + n_obs, torch.Generator().manual_seed(cfg["seed"]))
             for it, task in enumerate(tasks):
                 for il, alpha in enumerate(alphas):
-                    g = which[(task, alpha)]
+                    g = input_of[(task, alpha)]
                     x, y = datasets[(task, alpha)]["x"], datasets[(task, alpha)]["y"]
                     predicted[ia, it, iw, il] = first_order_prediction(x, y, ptks[:mc, g])
                     for j in range(n_obs):
@@ -297,6 +299,12 @@ def first_order_store(cfg: dict, datasets: dict[tuple[str, float], dict]) -> xr.
                 {"long_name": f"first-order prediction ρ(XᵀYE[𝒦]YX, XᵀYE[𝒦²]YX), {mc} Monte-Carlo nets"},
             ),
         },
-        coords={"activation": acts, "task": tasks, "width": widths, "alpha": alphas, "net": list(range(n_obs))},
-        attrs=_attrs(cfg, data_source="synthetic: spectral Gaussian inputs, chain monomial / high-rank quadratic"),
+        coords={
+            "activation": acts,
+            "task": tasks,
+            "width": widths,
+            "alpha": alphas,
+            "net": list(range(n_obs)),
+        },
+        attrs={**CONVENTION_ATTRS, "init": "2 hidden layers, PyTorch default (scale 1), float64"},
     )

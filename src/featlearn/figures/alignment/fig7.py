@@ -1,0 +1,66 @@
+"""Fig 7: observed ρ_2nd vs the first-order (mean-𝒦) prediction at layer 0 of 2-hidden-layer MLPs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import xarray as xr
+from matplotlib.lines import Line2D
+
+from featlearn.figures.alignment.panels import experiment_config, subplots
+from featlearn.figures.style import apply_style, finish
+
+EXPERIMENTS = ("first_order",)
+ROWS = {"quadratic": "quadratic φ(z) = z²", "relu": "ReLU"}
+COLUMNS = {"chain_monomial": "chain monomial (low rank)", "high_rank_quadratic": "Σᵢ (Qx)ᵢ² (high rank)"}
+COLORS = {"predicted": "tab:orange", "observed": "tab:blue"}
+NARROW_STYLES = ("--", ":", "-.")  # every width but the widest; the widest is solid
+
+
+def render(stores: dict[str, xr.Dataset], out: Path) -> None:
+    """2×2 grid (rows activation, columns task), x = data decay α: predicted (orange) and
+    observed (blue, mean ± sd over nets) ρ_2nd; dashed k = n = d (proportional), solid widest k."""
+    apply_style()
+    ds = stores["first_order"]
+    cfg = experiment_config(ds)
+    widths = sorted(int(w) for w in ds.width.values)
+    styles = dict(zip(widths, (*NARROW_STYLES[: len(widths) - 1], "-")))
+    acts, tasks = list(ds.activation.values), list(ds.task.values)
+    fig, axes = subplots(len(acts), len(tasks), 8.5, 2.9 * len(acts))
+    alphas = ds.alpha.values
+    for row, act in zip(axes, acts):
+        for ax, task in zip(row, tasks):
+            for width in widths:
+                cell = ds.sel(activation=act, task=task, width=width)
+                ax.plot(
+                    alphas,
+                    cell.rho_predicted.values,
+                    color=COLORS["predicted"],
+                    linestyle=styles[width],
+                    marker=".",
+                )
+                mean, sd = cell.rho_observed.mean("net"), cell.rho_observed.std("net")
+                ax.plot(alphas, mean.values, color=COLORS["observed"], linestyle=styles[width], marker=".")
+                if cell.sizes["net"] > 1:
+                    ax.fill_between(
+                        alphas,
+                        (mean - sd).values,
+                        (mean + sd).values,
+                        color=COLORS["observed"],
+                        alpha=0.15,
+                        linewidth=0,
+                    )
+            ax.set_title(f"{ROWS.get(act, act)} · {COLUMNS.get(task, task)}")
+            ax.set_xscale("symlog", linthresh=1.0)  # linear up to α = 1, where the dip sits; log beyond
+            ax.set_xticks(alphas, [f"{a:g}" for a in alphas])
+            ax.minorticks_off()
+            ax.set_xlabel("data decay α  (λ_k = 1/(1 + k^α))")
+            ax.set_ylabel("ρ_2nd")
+    handles = [Line2D([], [], color=c, label=name) for name, c in COLORS.items()]
+    handles += [Line2D([], [], color="0.3", linestyle=styles[w], label=f"k = {w}") for w in widths]
+    axes[0, -1].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
+    fig.suptitle(
+        f"Fig 7 · layer 0 of 2-hidden-layer MLPs, n = {cfg['n']}, d = {cfg['d']} · prediction: "
+        f"{cfg['mc_inits']} Monte-Carlo nets · observed: mean ± sd over {cfg['observed_nets']} nets"
+    )
+    finish(fig, out, ds)
