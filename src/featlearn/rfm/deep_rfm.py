@@ -1,0 +1,163 @@
+"""Deep Recursive Feature Machines (collapse paper Algorithm 1; spec §2.3) and what Figs 1, 3–6 need from a run.
+
+Rows are samples. Layer l (1-based), on X_l (N, d_l):
+  1. normalize every sample, x_i ← x_i / ‖x_i‖                                   stage "X"
+  2. kernel ridge(less) regression A_l = (k(X_l, X_l) + μI)⁻¹ Y                  (isotropic kernel, Y ∈ {±1}^{N×K})
+  3. M_l = AGOP of f_l at the training points, closed form, divided by its largest entry (authors' code)
+  4. X̃_l = X_l M_l^{1/2}                                                          stage "MX"
+  5. X_{l+1} = Φ_l(X̃_l), fresh random features (ReLU, D = 1024, or cos RFF, D = 4096)   stage "PhiMX"
+When N < d_l, steps 2–4 run in the N-dimensional row space of X_l (``thin_range``): same result, N×N instead of d×d.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import xarray as xr
+
+from featlearn.metrics.collapse import collapse_gram, collapse_metrics, gram_block_means, stratified_indices
+from featlearn.rfm.features import laplace_fourier_features, relu_features
+from featlearn.rfm.kernels import agop, kernel_gradients, kernel_matrix
+from featlearn.rfm.linalg import max_entry, psd_sqrt, solve_kernel_system, thin_range
+
+ACTIVATIONS = ("relu", "cos")
+DEFAULT_WIDTH = {"relu": 1024, "cos": 4096}  # App. C
+STAGES = ("X", "MX", "PhiMX")
+STEPS = ("kernel", "solve", "agop", "sqrt", "features")
+METRICS = ("nc1", "nc1_codeconv", "nc2_meansq", "nc2_fro", "trSW", "trSB")
+
+
+def pm_one_hot(labels: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+    """Y[i, c] = +1 if sample i is in class c, else −1, (N, K) (App. C)."""
+    k = int(labels.max()) + 1
+    return 2 * torch.nn.functional.one_hot(labels, k).to(dtype) - 1
+
+
+@dataclass
+class RFMLayer:
+    """One Deep RFM layer: its three stages (N, ·), the solve's jitter and the seconds spent per step (``STEPS``)."""
+
+    x: torch.Tensor
+    x_tilde: torch.Tensor
+    features: torch.Tensor
+    jitter: float
+    seconds: dict[str, float]
+
+
+@contextmanager
+def _timed(seconds: dict[str, float], step: str) -> Iterator[None]:
+    start = time.perf_counter()
+    yield
+    seconds[step] = time.perf_counter() - start
+
+
+def rfm_layer(
+    x: torch.Tensor, y: torch.Tensor, generator: torch.Generator, *, kernel: str = "laplace", bandwidth: float = 2.0,
+    ridge: float = 0.0, activation: str = "relu", width: int | None = None, gamma: float = 0.05,
+    normalize_agop: bool = True, thin: bool | None = None,
+) -> RFMLayer:
+    """One iteration of Algorithm 1 on X (N, d) with targets Y (N, K); ``thin`` (default: N < d) picks the row-space
+    route for steps 2–4. Returns normalized X, X̃ = X M^{1/2} and Φ(X̃)."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"rfm_layer: unknown activation {activation!r}; allowed: {ACTIVATIONS}")
+    seconds: dict[str, float] = {}
+    x = torch.nn.functional.normalize(x, dim=1)
+    thin = len(x) < x.shape[1] if thin is None else thin
+    with _timed(seconds, "kernel"):  # includes the thin QR
+        coords, q = thin_range(x) if thin else (x, None)  # x = coords qᵀ keeps every distance: same k, same f
+        k = kernel_matrix(kernel, coords, bandwidth=bandwidth)
+    with _timed(seconds, "solve"):
+        coef, jitter = solve_kernel_system(k, y, ridge)
+    with _timed(seconds, "agop"):
+        m = agop(kernel_gradients(kernel, coords, coef, bandwidth=bandwidth))  # Qᵀ M Q on the thin route
+        if normalize_agop:
+            m = m / max_entry(m, q)
+    with _timed(seconds, "sqrt"):
+        x_tilde = coords.to(torch.float64) @ psd_sqrt(m)
+        x_tilde = (x_tilde if q is None else x_tilde @ q.to(torch.float64).T).to(x.dtype)
+    with _timed(seconds, "features"):
+        width = width or DEFAULT_WIDTH[activation]
+        if activation == "relu":
+            features = relu_features(x_tilde, width, generator)
+        else:
+            features = laplace_fourier_features(x_tilde, width, gamma, generator)
+    return RFMLayer(x, x_tilde, features, jitter, seconds)
+
+
+def deep_rfm(
+    x: torch.Tensor, labels: torch.Tensor, generator: torch.Generator, *, depth: int = 20, kernel: str = "laplace",
+    bandwidth: float = 2.0, ridge: float = 0.0, activation: str = "relu", width: int | None = None,
+    gamma: float = 0.05, normalize_agop: bool = True, gram_layers: tuple[int, ...] = tuple(range(1, 20, 2)),
+    gram_per_class: int = 100, dtype: torch.dtype = torch.float64,
+) -> xr.Dataset:
+    """Run ``depth`` layers of Deep RFM on X (N, d) with integer labels (N,) and return, per layer:
+
+    * ``nc1``, ``nc1_codeconv``, ``nc2_meansq``, ``nc2_fro``, ``trSW``, ``trSB`` (layer, stage) for the stages
+      X_l, M_l^{1/2} X_l, Φ(M_l^{1/2} X_l) (Figs 3, 4);
+    * ``gram`` (gram_layer, i, j): X̄ X̄ᵀ of the centered, normalized M_l^{1/2} X_l on the first ``gram_per_class``
+      samples of each class, grouped by class, and ``gram_block_mean`` (gram_layer, class_a, class_b) of the full Gram
+      (Figs 1, 5, 6; spec §2.4);
+    * ``jitter`` (layer) added to K in the solve and ``seconds`` (layer, step), wall-clock per step.
+
+    Features are kept in ``dtype`` (float64 by default: the ridgeless solve interpolates nearly collapsed points, whose
+    float32 distances are noise that Ξ = k/(L r) amplifies). The run is a function of ``generator``'s state.
+    """
+    if depth < 1 or not all(1 <= g <= depth for g in gram_layers):
+        raise ValueError(f"deep_rfm: need depth >= 1 and gram_layers within 1..{depth} (got {depth}, {gram_layers})")
+    labels = labels.to(torch.long)
+    y = pm_one_hot(labels)
+    subset = stratified_indices(labels, gram_per_class)
+    k = y.shape[1]
+    metrics = {name: np.full((depth, len(STAGES)), np.nan) for name in METRICS}
+    jitter, seconds = np.zeros(depth), np.zeros((depth, len(STEPS)))
+    gram = np.zeros((len(gram_layers), len(subset), len(subset)))
+    block = np.zeros((len(gram_layers), k, k))
+    h = x.to(dtype)
+    for layer in range(1, depth + 1):
+        out = rfm_layer(
+            h, y, generator, kernel=kernel, bandwidth=bandwidth, ridge=ridge, activation=activation, width=width,
+            gamma=gamma, normalize_agop=normalize_agop,
+        )
+        for s, stage in enumerate((out.x, out.x_tilde, out.features)):
+            for name, value in collapse_metrics(stage, labels).items():
+                metrics[name][layer - 1, s] = value
+        jitter[layer - 1] = out.jitter
+        seconds[layer - 1] = [out.seconds[step] for step in STEPS]
+        if layer in gram_layers:
+            g = gram_layers.index(layer)
+            gram[g] = collapse_gram(out.x_tilde, labels, subset).cpu().numpy()
+            block[g] = gram_block_means(out.x_tilde, labels).cpu().numpy()
+        h = out.features
+    sub_labels = labels[subset].cpu().numpy()
+    return xr.Dataset(
+        {
+            **{name: (("layer", "stage"), v) for name, v in metrics.items()},
+            "jitter": ("layer", jitter),
+            "seconds": (("layer", "step"), seconds),
+            "gram": (("gram_layer", "i", "j"), gram),
+            "gram_block_mean": (("gram_layer", "class_a", "class_b"), block),
+        },
+        coords={
+            "layer": np.arange(1, depth + 1),
+            "stage": list(STAGES),
+            "step": list(STEPS),
+            "gram_layer": list(gram_layers),
+            "i": subset.cpu().numpy(),
+            "j": subset.cpu().numpy(),
+            "class_i": ("i", sub_labels),
+            "class_j": ("j", sub_labels),
+            "class_a": np.arange(k),
+            "class_b": np.arange(k),
+        },
+        attrs={
+            "kernel": kernel, "bandwidth": bandwidth, "ridge": ridge, "activation": activation,
+            "width": width or DEFAULT_WIDTH[activation], "gamma": gamma, "normalize_agop": int(normalize_agop),
+            "n_samples": len(x), "input_dim": x.shape[1], "num_classes": k, "seed": generator.initial_seed(),
+            "dtype": str(dtype),
+        },
+    )

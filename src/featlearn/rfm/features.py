@@ -1,0 +1,32 @@
+"""Random feature maps Φ_l of Deep RFM, drawn fresh at every layer (collapse spec §2.3.5).
+
+Rows are samples: Φ maps X (N, d) to (N, D). Every draw takes an explicit ``torch.Generator``.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+
+def l1_laplace_kernel(x: torch.Tensor, z: torch.Tensor, gamma: float) -> torch.Tensor:
+    """exp(−γ‖x_i − z_j‖₁), (n, p): the kernel the cos random features approximate (App. C)."""
+    return torch.exp(-gamma * torch.cdist(x, z, p=1))
+
+
+def relu_features(x: torch.Tensor, width: int, generator: torch.Generator) -> torch.Tensor:
+    """Φ(z) = ReLU(W z), W (D, d) i.i.d. N(0, 1), no bias (§3.3; App. C: D = 1024); rows ReLU(X Wᵀ), (N, D)."""
+    w = torch.randn(width, x.shape[1], generator=generator, dtype=x.dtype, device=x.device)
+    return torch.relu(x @ w.T)
+
+
+def laplace_fourier_features(x: torch.Tensor, width: int, gamma: float, generator: torch.Generator) -> torch.Tensor:
+    """Φ(z) = √(2/D) cos(Ωz + b), Ω (D, d) i.i.d. Cauchy(0, γ), b i.i.d. U[0, 2π], (N, D).
+
+    E[Φ(x)ᵀΦ(z)] = exp(−γ‖x − z‖₁), random Fourier features of the ℓ1-Laplacian kernel (App. C: D = 4096, γ = 0.05):
+    the Cauchy(0, γ) law is the Fourier transform of exp(−γ|t|) in each coordinate.
+    """
+    omega = torch.empty(width, x.shape[1], dtype=x.dtype, device=x.device).cauchy_(0.0, gamma, generator=generator)
+    b = 2 * math.pi * torch.rand(width, generator=generator, dtype=x.dtype, device=x.device)
+    return math.sqrt(2 / width) * torch.cos(x @ omega.T + b)

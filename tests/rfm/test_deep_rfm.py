@@ -1,0 +1,84 @@
+import numpy as np
+import pytest
+import torch
+
+from featlearn.metrics import collapse
+from featlearn.rfm.deep_rfm import STAGES, STEPS, deep_rfm, pm_one_hot, rfm_layer
+
+
+def _classes(k=3, n=20, d=30, seed=0):
+    """K classes that differ in 3 of d coordinates; the other d − 3 are noise the AGOP should learn to ignore."""
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.arange(k).repeat_interleave(n)
+    means = torch.zeros(k, d, dtype=torch.float64)
+    means[:, :3] = 2 * torch.randn(k, 3, dtype=torch.float64, generator=g)
+    return means[labels] + torch.randn(k * n, d, dtype=torch.float64, generator=g), labels
+
+
+def test_pm_one_hot():
+    y = pm_one_hot(torch.tensor([0, 2, 1]))
+    torch.testing.assert_close(y, torch.tensor([[1, -1, -1], [-1, -1, 1], [-1, 1, -1]], dtype=torch.float64))
+
+
+@pytest.mark.parametrize("kernel", ["laplace", "gaussian"])
+@pytest.mark.parametrize("activation", ["relu", "cos"])
+def test_thin_route_gives_the_same_layer_as_the_dense_one(kernel, activation):
+    x, labels = _classes(n=10, d=50)  # N = 30 < d = 50
+    y = pm_one_hot(labels)
+    kw = dict(kernel=kernel, activation=activation, width=64, gamma=0.5)
+    thin = rfm_layer(x, y, torch.Generator().manual_seed(0), thin=True, **kw)
+    dense = rfm_layer(x, y, torch.Generator().manual_seed(0), thin=False, **kw)
+    torch.testing.assert_close(thin.x, dense.x)
+    scale = float(dense.x_tilde.abs().max())
+    torch.testing.assert_close(thin.x_tilde, dense.x_tilde, rtol=0, atol=1e-7 * scale)
+    torch.testing.assert_close(thin.features, dense.features, rtol=0, atol=1e-5 * float(dense.features.abs().max()))
+    assert set(thin.seconds) == set(STEPS)
+
+
+def test_layer_normalizes_samples_and_the_agop_projection_reduces_nc1():
+    x, labels = _classes()
+    out = rfm_layer(x, pm_one_hot(labels), torch.Generator().manual_seed(0), kernel="laplace", width=256)
+    torch.testing.assert_close(out.x.norm(dim=1), torch.ones(len(x), dtype=torch.float64))
+    assert out.features.shape == (60, 256) and (out.features >= 0).all()
+    assert collapse.nc1(out.x_tilde, labels) < 0.3 * collapse.nc1(out.x, labels)
+
+
+def test_deep_rfm_dataset_layout_and_collapse_with_depth():
+    x, labels = _classes()
+    ds = deep_rfm(x, labels, torch.Generator().manual_seed(0), depth=4, kernel="laplace", activation="relu", width=128,
+                  gram_layers=(1, 4), gram_per_class=5)
+    assert ds.nc1.dims == ("layer", "stage") and ds.nc1.shape == (4, 3)
+    assert list(ds.stage.values) == list(STAGES) and list(ds.layer.values) == [1, 2, 3, 4]
+    for name in ("nc1", "nc1_codeconv", "nc2_meansq", "nc2_fro", "trSW", "trSB"):
+        assert np.isfinite(ds[name].values).all(), name
+    np.testing.assert_allclose(ds.nc1_codeconv.values, ds.nc1.values / 3)
+    assert ds.gram.shape == (2, 15, 15) and ds.class_i.values.tolist() == [0] * 5 + [1] * 5 + [2] * 5
+    assert ds.gram_block_mean.shape == (2, 3, 3)
+    np.testing.assert_allclose(np.diagonal(ds.gram.values, axis1=1, axis2=2), 1.0)
+    nc1 = ds.nc1.sel(stage="X").values
+    assert nc1[-1] < 0.1 * nc1[0]
+    assert (ds.nc1.sel(stage="MX") < ds.nc1.sel(stage="X")).all()
+    assert ds.attrs["seed"] == 0 and ds.attrs["width"] == 128 and ds.seconds.dims == ("layer", "step")
+
+
+def test_deep_rfm_is_a_function_of_the_generator():
+    x, labels = _classes(n=8)
+    run = dict(depth=2, kernel="gaussian", activation="cos", width=64, gamma=0.2, gram_layers=(2,), gram_per_class=2)
+    a = deep_rfm(x, labels, torch.Generator().manual_seed(5), **run)
+    b = deep_rfm(x, labels, torch.Generator().manual_seed(5), **run)
+    c = deep_rfm(x, labels, torch.Generator().manual_seed(6), **run)
+    np.testing.assert_array_equal(a.nc1.values, b.nc1.values)
+    np.testing.assert_array_equal(a.gram.values, b.gram.values)
+    np.testing.assert_array_equal(a.nc1.sel(layer=1, stage="MX"), c.nc1.sel(layer=1, stage="MX"))  # no randomness yet
+    assert not np.array_equal(a.nc1.sel(stage="PhiMX").values, c.nc1.sel(stage="PhiMX").values)
+
+
+def test_deep_rfm_errors_name_the_parameter():
+    x, labels = _classes(n=4)
+    g = torch.Generator().manual_seed(0)
+    with pytest.raises(ValueError, match="activation"):
+        deep_rfm(x, labels, g, depth=1, activation="tanh", gram_layers=())
+    with pytest.raises(ValueError, match="gram_layers"):
+        deep_rfm(x, labels, g, depth=2, gram_layers=(3,))
+    with pytest.raises(ValueError, match="allowed"):
+        deep_rfm(x, labels, g, depth=1, kernel="cauchy", gram_layers=())
