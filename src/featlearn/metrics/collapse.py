@@ -181,8 +181,8 @@ def svd_stage_nc1(w: torch.Tensor, h: torch.Tensor, labels: torch.Tensor) -> dic
 
 def right_singular_fraction(stage_nc1: dict[str, float]) -> float:
     """φ = [log NC1(h) − log NC1(S Vᵀh)] / [log NC1(h) − log NC1(ReLU(W h))]: the share of the layer's
-    log-NC1 reduction made by the right singular structure (spec §2.5 [REC]; the paper's claim is φ > 0.5; φ > 1: the ReLU
-    raised NC1)."""
+    log-NC1 reduction made by the right singular structure (spec §2.5 [REC]; the paper's claim is φ > 0.5;
+    φ > 1: the ReLU raised NC1)."""
     log_in, log_right, log_left = (math.log(stage_nc1[s]) for s in ("input", "right", "left"))
     return (log_in - log_right) / (log_in - log_left)
 
