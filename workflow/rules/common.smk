@@ -11,7 +11,7 @@ RUNS = {name: fc.runs(config, name) for name in TRAINING}
 DATASETS = {key: params for name in EXPERIMENTS for key, params in fc.datasets(config, name).items()}
 
 # Figures: each figure module names the experiments (stores) it reads.
-FIGURE_NUMBERS = {"alignment": [1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]}
+FIGURE_NUMBERS = {"alignment": [1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], "tangent": [1, 2, 3]}
 FIGURE_STORES = {
     (paper, n): importlib.import_module(f"featlearn.figures.{paper}.fig{n}").EXPERIMENTS
     for paper, numbers in FIGURE_NUMBERS.items()
@@ -35,6 +35,13 @@ MEASURE_SOURCES = MODEL_SOURCES + sources(
 THEORY_SOURCES = sources(
     "models/mlp.py", "metrics/jacobians.py", "metrics/nfa.py", "metrics/theory.py", "store.py"
 )
+# Experiments that build their store in one job, by kind (training experiments go run by run).
+STORE_SOURCES = {
+    "reversing": THEORY_SOURCES,
+    "first_order": THEORY_SOURCES,
+    "tangent_mnist": sources("metrics/tangent.py", "tangent_experiment.py", "store.py"),
+    "tangent_penalties": sources("metrics/tangent.py", "store.py"),
+}
 
 
 def data_path(params):

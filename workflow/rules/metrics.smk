@@ -39,22 +39,22 @@ rule combine_runs:
         "../scripts/combine.py"
 
 
-rule theory:
+rule build_store:
     output:
         "results/metrics/{experiment}.nc",
     input:
         data=lambda w: [data_path(p) for p in fc.datasets(config, w.experiment).values()],
-        code=THEORY_SOURCES,
+        code=lambda w: STORE_SOURCES[EXPERIMENTS[w.experiment]["kind"]],
     params:
         experiment=lambda w: EXPERIMENTS[w.experiment],
         datasets=lambda w: list(fc.datasets(config, w.experiment).values()),
     wildcard_constraints:
         experiment="|".join(n for n in EXPERIMENTS if n not in TRAINING),
     log:
-        "results/logs/theory/{experiment}.log",
+        "results/logs/stores/{experiment}.log",
     threads: config.get("threads", 1)
     resources:
         runtime=RUNTIME_MIN,
         mem_mb=MEM_MB,
     script:
-        "../scripts/theory.py"
+        "../scripts/build_store.py"
