@@ -38,7 +38,7 @@ def _planned_rules(repo: Path, *targets: str) -> list[str]:
     """The jobs a dry run would execute, as rule names."""
     proc = _snakemake(repo, *targets, options=("-n", "--quiet", "rules"))
     rules = []
-    for line in (proc.stdout + proc.stderr).splitlines():
+    for line in proc.stdout.splitlines():  # Snakemake prints the job table on stdout and again on stderr
         parts = line.split()
         if len(parts) == 2 and parts[1].isdigit() and parts[0] not in ("total", "job", "all"):
             rules += [parts[0]] * int(parts[1])
