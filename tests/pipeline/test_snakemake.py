@@ -38,9 +38,11 @@ def _planned_rules(repo: Path, *targets: str) -> list[str]:
     """The jobs a dry run would execute, as rule names."""
     proc = _snakemake(repo, *targets, options=("-n", "--quiet", "rules"))
     rules = []
-    for line in proc.stdout.splitlines():  # Snakemake prints the job table on stdout and again on stderr
+    for line in proc.stdout.splitlines():
         parts = line.split()
-        if len(parts) == 2 and parts[1].isdigit() and parts[0] not in ("total", "job", "all"):
+        if parts[:1] == ["total"]:
+            break  # Snakemake 9 prints the job table twice; read the first
+        if len(parts) == 2 and parts[1].isdigit() and parts[0] not in ("job", "all"):
             rules += [parts[0]] * int(parts[1])
     return rules
 
