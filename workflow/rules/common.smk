@@ -1,5 +1,5 @@
 # Tables derived from config.yaml, and the source files each stage depends on.
-import importlib
+import ast
 import os
 
 SRC = "src/featlearn/"
@@ -12,10 +12,21 @@ DATASETS = {key: params for name in EXPERIMENTS for key, params in fc.datasets(c
 
 # Figures: each figure module names the experiments (stores) it reads.
 FIGURE_NUMBERS = {"alignment": [1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], "tangent": [1, 2, 3]}
+
+
+def figure_experiments(paper, n):
+    """The EXPERIMENTS literal of a figure module, read without importing it (matplotlib and
+    seaborn would add seconds to every DAG build)."""
+    tree = ast.parse(open(f"{SRC}figures/{paper}/fig{n}.py").read())
+    for node in tree.body:
+        target = getattr(node, "target", None) or (node.targets[0] if hasattr(node, "targets") else None)
+        if getattr(target, "id", None) == "EXPERIMENTS":
+            return ast.literal_eval(node.value)
+    raise ValueError(f"{SRC}figures/{paper}/fig{n}.py defines no EXPERIMENTS tuple")
+
+
 FIGURE_STORES = {
-    (paper, n): importlib.import_module(f"featlearn.figures.{paper}.fig{n}").EXPERIMENTS
-    for paper, numbers in FIGURE_NUMBERS.items()
-    for n in numbers
+    (paper, n): figure_experiments(paper, n) for paper, numbers in FIGURE_NUMBERS.items() for n in numbers
 }
 ALL_FIGURES = [f"figures/{paper}/fig{n}.pdf" for paper, n in FIGURE_STORES]
 
