@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import time
 from pathlib import Path
 
 import torch
 
 from featlearn.config import spec_json
+from featlearn.jobs import save_tensors
 from featlearn.metrics.jacobians import layer_jacobians
 from featlearn.metrics.nfa import nfc, ptk_feature_covariance
 from featlearn.models.mlp import MLP, init_mlp
@@ -61,12 +61,6 @@ def make_optimizer(model: MLP, train: dict) -> torch.optim.Optimizer:
 
 def _weights(model: MLP) -> list[torch.Tensor]:
     return [layer.weight.detach().cpu().clone() for layer in model.layers]
-
-
-def _save_atomic(obj: dict, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    torch.save(obj, tmp)
-    os.replace(tmp, path)
 
 
 def _load_checkpoint(path: Path, spec: str) -> dict | None:
@@ -118,7 +112,7 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path) -> dict:
         if step in schedule:
             state["snapshots"][step] = _weights(model)
             if time.monotonic() - last_ckpt >= every_s and step < tr["steps"]:
-                _save_atomic({"spec": canonical, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                save_tensors({"spec": canonical, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                               "shuffle": shuffle.get_state(), **state, "step": step}, checkpoint)
                 last_ckpt = time.monotonic()
         if step == tr["steps"]:
@@ -157,7 +151,7 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path) -> dict:
         "diverged_step": diverged_at,
         "seconds": time.monotonic() - start,
     }
-    _save_atomic(record, out)
+    save_tensors(record, out)
     checkpoint.unlink(missing_ok=True)
     return record
 
