@@ -27,6 +27,11 @@ rule alignment:
         [f for f in ALL_FIGURES if f.startswith("figures/alignment/")],
 
 
+rule collapse:
+    input:
+        [f for f in ALL_FIGURES if f.startswith("figures/collapse/")],
+
+
 rule tangent:
     input:
         [f for f in ALL_FIGURES if f.startswith("figures/tangent/")],

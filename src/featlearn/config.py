@@ -97,6 +97,8 @@ def validate(config: dict, schema_path: str | Path) -> None:
 def _semantic_errors(exp: dict, where: str) -> list[str]:
     """Cross-field rules a JSON schema cannot say."""
     problems = []
+    if exp["kind"] == "deep_rfm" and max(exp["gram"]["layers"]) > exp["model"]["depth"]:
+        problems.append(f"{where}.gram.layers go past model.depth ({exp['model']['depth']})")
     if exp["kind"] != "training":
         return problems
     train, model, sweep = exp["train"], exp["model"], exp.get("sweep", {})

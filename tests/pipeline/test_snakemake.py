@@ -11,9 +11,11 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
-FIGURES = [f"figures/alignment/fig{n}.pdf" for n in (1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)] + [
-    f"figures/tangent/fig{n}.pdf" for n in (1, 2, 3)
-]
+FIGURES = (
+    [f"figures/alignment/fig{n}.pdf" for n in (1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12)]
+    + [f"figures/collapse/fig{n}.pdf" for n in (1, 3, 4, 5, 6)]
+    + [f"figures/tangent/fig{n}.pdf" for n in (1, 2, 3)]
+)
 
 pytestmark = pytest.mark.pipeline
 

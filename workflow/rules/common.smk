@@ -11,7 +11,11 @@ RUNS = {name: fc.runs(config, name) for name in TRAINING}
 DATASETS = {key: params for name in EXPERIMENTS for key, params in fc.datasets(config, name).items()}
 
 # Figures: each figure module names the experiments (stores) it reads.
-FIGURE_NUMBERS = {"alignment": [1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12], "tangent": [1, 2, 3]}
+FIGURE_NUMBERS = {
+    "alignment": [1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+    "collapse": [1, 3, 4, 5, 6],
+    "tangent": [1, 2, 3],
+}
 
 
 def figure_experiments(paper, n):
@@ -52,6 +56,10 @@ STORE_SOURCES = {
     "first_order": THEORY_SOURCES,
     "tangent_mnist": sources("metrics/tangent.py", "tangent_experiment.py", "store.py"),
     "tangent_penalties": sources("metrics/tangent.py", "store.py"),
+    "deep_rfm": sources(
+        "rfm/experiment.py", "rfm/deep_rfm.py", "rfm/features.py", "rfm/kernels.py", "rfm/linalg.py",
+        "metrics/collapse.py", "data/standins.py", "data/real.py", "store.py",
+    ),
 }
 
 
