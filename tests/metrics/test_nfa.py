@@ -67,9 +67,23 @@ def test_ratios_and_weight_change():
     g = torch.Generator().manual_seed(1)
     w0 = torch.randn(5, 4, dtype=torch.float64, generator=g)
     k = torch.eye(5, dtype=torch.float64)
-    assert nfa.ratio_c_uc(w0, w0, k) == 0.0
-    assert nfa.ratio_c_uc(w0, torch.zeros_like(w0), k) == pytest.approx(1.0)
-    assert math.isnan(nfa.ratio_dc_c(w0, w0, k, k))
-    assert nfa.ratio_dc_c(2 * w0, w0, k, k) == pytest.approx(1.0)
+    assert nfa.ratio_c_uc(nfa.nfc_pairs(w0, w0, k)) == 0.0
+    assert nfa.ratio_c_uc(nfa.nfc_pairs(w0, torch.zeros_like(w0), k)) == pytest.approx(1.0)
+    assert math.isnan(nfa.ratio_dc_c(nfa.nfc_pairs(w0, w0, k, k)))
+    assert nfa.ratio_dc_c(nfa.nfc_pairs(2 * w0, w0, k, k)) == pytest.approx(1.0)
+
+
+def test_nfc_pairs_give_the_named_correlations():
+    g = torch.Generator().manual_seed(2)
+    w0 = torch.randn(6, 4, dtype=torch.float64, generator=g)
+    w = w0 + 0.2 * torch.randn(6, 4, dtype=torch.float64, generator=g)
+    k = torch.randn(6, 6, dtype=torch.float64, generator=g)
+    k, k_bar = k @ k.T, torch.eye(6, dtype=torch.float64) + 0.1 * k @ k.T
+    pairs = nfa.nfc_pairs(w, w0, k, k_bar)
+    for c in nfa.CONVENTIONS:
+        assert nfa.correlation(*pairs["uc_nfc"], c) == pytest.approx(nfa.nfc(w, k, c))
+        assert nfa.correlation(*pairs["c_nfc"], c) == pytest.approx(nfa.centered_nfc(w, w0, k, c))
+        assert nfa.correlation(*pairs["dc_nfc"], c) == pytest.approx(nfa.double_centered_nfc(w, w0, k_bar, c))
+        assert nfa.correlation(*pairs["ptkc_nfc"], c) == pytest.approx(nfa.ptk_centered_nfc(w0, k_bar, c))
     assert nfa.relative_weight_change(2 * w0, w0) == pytest.approx(0.5)
     assert nfa.eigen_dispersion(3 * torch.eye(4)) == pytest.approx(0.0)

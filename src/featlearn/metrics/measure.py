@@ -87,21 +87,19 @@ def measure_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
             w, w_init = snaps[step][ell].double(), w0[ell].double()
             k = nfa.ptk_feature_covariance(jacs[ell])
             k_bar = nfa.ptk_feature_covariance(jacs[ell] - j0[ell]) if centered else None
-            for c, name in enumerate(conv):
-                per_layer["uc_nfc"][i, ell, c] = nfa.nfc(w, k, name)
-                if step > 0:
-                    per_layer["c_nfc"][i, ell, c] = nfa.centered_nfc(w, w_init, k, name)
-                    if centered:
-                        per_layer["dc_nfc"][i, ell, c] = nfa.double_centered_nfc(w, w_init, k_bar, name)
-                        per_layer["ptkc_nfc"][i, ell, c] = nfa.ptk_centered_nfc(w_init, k_bar, name)
-            scalars["ratio_c_uc"][i, ell] = nfa.ratio_c_uc(w, w_init, k)
+            pairs = nfa.nfc_pairs(w, w_init, k, k_bar)
+            for name, (a, b) in pairs.items():
+                if name == "uc_nfc" or step > 0:  # centered quantities are undefined at init
+                    per_layer[name][i, ell] = [nfa.correlation(a, b, c) for c in conv]
+            scalars["ratio_c_uc"][i, ell] = nfa.ratio_c_uc(pairs)
             scalars["dw_rel"][i, ell] = nfa.relative_weight_change(w, w_init)
             scalars["k_dispersion"][i, ell] = nfa.eigen_dispersion(k)
             if centered:
-                scalars["ratio_dc_c"][i, ell] = nfa.ratio_dc_c(w, w_init, k, k_bar)
+                scalars["ratio_dc_c"][i, ell] = nfa.ratio_dc_c(pairs)
             if ell == 0 and egop is not None:
-                losses["rho_nfm_egop"][i] = nfa.correlation(nfa.nfm(w), egop)
-                losses["rho_agop_egop"][i] = nfa.correlation(nfa.agop(w, k), egop)
+                f, g = pairs["uc_nfc"]
+                losses["rho_nfm_egop"][i] = nfa.correlation(f, egop)
+                losses["rho_agop_egop"][i] = nfa.correlation(g, egop)
 
     coords = {"step": steps, "layer": np.arange(1, layers + 1), "convention": conv}
     ds = xr.Dataset(coords=coords)

@@ -71,23 +71,35 @@ def ptk_centered_nfc(w0: torch.Tensor, k_bar: torch.Tensor, convention: str = "c
     return nfc(w0, k_bar, convention)
 
 
+def nfc_pairs(
+    w: torch.Tensor, w0: torch.Tensor, k: torch.Tensor, k_bar: torch.Tensor | None = None
+) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """The (NFM side, AGOP side) matrices of every NFC variant, each built once, so that
+    several correlation conventions (and the ratios) reuse them: uc, c, and with K̄ dc and ptkc."""
+    w, w0 = w.to(torch.float64), w0.to(torch.float64)
+    wb = w - w0
+    f_bar = nfm(wb)
+    pairs = {"uc_nfc": (nfm(w), agop(w, k)), "c_nfc": (f_bar, agop(wb, k))}
+    if k_bar is not None:
+        pairs["dc_nfc"] = (f_bar, agop(wb, k_bar))
+        pairs["ptkc_nfc"] = (nfm(w0), agop(w0, k_bar))
+    return pairs
+
+
 def _inner(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a * b).sum())
 
 
-def ratio_c_uc(w: torch.Tensor, w0: torch.Tensor, k: torch.Tensor) -> float:
-    """R_C = ⟨W̄ᵀW̄, W̄ᵀKW̄⟩_F / ⟨WᵀW, WᵀKW⟩_F (Figs 4, 17)."""
-    w = w.to(torch.float64)
-    wb = w - w0.to(torch.float64)
-    return _inner(nfm(wb), agop(wb, k)) / _inner(nfm(w), agop(w, k))
+def ratio_c_uc(pairs: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> float:
+    """R_C = ⟨W̄ᵀW̄, W̄ᵀKW̄⟩_F / ⟨WᵀW, WᵀKW⟩_F (Figs 4, 17), from ``nfc_pairs``."""
+    return _inner(*pairs["c_nfc"]) / _inner(*pairs["uc_nfc"])
 
 
-def ratio_dc_c(w: torch.Tensor, w0: torch.Tensor, k: torch.Tensor, k_bar: torch.Tensor) -> float:
-    """R_DC = ⟨W̄ᵀW̄, W̄ᵀK̄W̄⟩_F / ⟨W̄ᵀW̄, W̄ᵀKW̄⟩_F (Fig 5); NaN at init where both vanish."""
-    wb = w.to(torch.float64) - w0.to(torch.float64)
-    f = nfm(wb)
-    denom = _inner(f, agop(wb, k))
-    return _inner(f, agop(wb, k_bar)) / denom if denom != 0 else float("nan")
+def ratio_dc_c(pairs: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> float:
+    """R_DC = ⟨W̄ᵀW̄, W̄ᵀK̄W̄⟩_F / ⟨W̄ᵀW̄, W̄ᵀKW̄⟩_F (Fig 5), from ``nfc_pairs`` with K̄; NaN at init
+    where both vanish."""
+    denom = _inner(*pairs["c_nfc"])
+    return _inner(*pairs["dc_nfc"]) / denom if denom != 0 else float("nan")
 
 
 def relative_weight_change(w: torch.Tensor, w0: torch.Tensor) -> float:
