@@ -44,7 +44,7 @@ def test_shipped_config_is_valid_at_every_scale():
         (lambda c: c["experiments"]["reversing"]["scales"]["quick"].update(gammas=[0.0, 1.0]),
          "experiments.reversing.gammas.0 must be > 0 (got 0.0) [at scale quick]"),
         (lambda c: c["experiments"]["chain_fig1"].update(kind="magic"),
-         "must be one of ['training', 'reversing', 'first_order', 'tangent_mnist', 'tangent_penalties', 'deep_rfm'] "
+         "must be one of ['training', 'network', 'reversing', 'first_order', 'tangent_mnist', 'tangent_penalties', 'deep_rfm'] "
          "(got 'magic')"),
         (lambda c: c["experiments"]["deep_rfm_cos"]["gram"].update(layers=[1, 21]),
          "experiments.deep_rfm_cos.gram.layers go past model.depth (20) [at scale quick, paper]"),
@@ -84,3 +84,22 @@ def test_shared_datasets_have_one_key():
     slo = set(fc.datasets(cfg, "slo_sweep"))
     init = set(fc.datasets(cfg, "init_sweep"))
     assert slo <= init  # Figs 4 and 8 train on the same isotropic chain-monomial file
+
+
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda c: c["experiments"]["vgg_cifar"]["measure"].update(family="nfa"),
+         "experiments.vgg_cifar.measure.family must be conv_nfa for model.arch vgg11 (got nfa)"),
+        (lambda c: c["experiments"]["real_mlp"]["train"].update(steps=10),
+         "experiments.real_mlp.train needs exactly one of epochs and steps"),
+        (lambda c: c["experiments"]["real_mlp"]["train"].update(epochs=[1, 2]),
+         "experiments.real_mlp.train.epochs has 2 values for 6 values of sweep.dataset"),
+        (lambda c: c["experiments"]["gpt_shakespeare"]["model"].pop("n_embd"),
+         "experiments.gpt_shakespeare.model.arch gpt needs model.n_embd"),
+        (lambda c: c["experiments"]["real_mlp"]["data"].update(dataset="imagenet"),
+         "experiments.real_mlp.data.dataset must be one of"),
+    ],
+)
+def test_network_mistakes_name_the_key(mutate, expected):
+    assert expected in _invalid(mutate)

@@ -44,7 +44,7 @@ def test_two_identical_runs_are_bitwise_identical(tmp_path, method):
     assert a["status"] == "completed"
     assert torch.equal(a["losses"], b["losses"])
     for step in a["snapshots"]:
-        assert all(torch.equal(u, v) for u, v in zip(a["snapshots"][step], b["snapshots"][step]))
+        assert all(torch.equal(a["snapshots"][step][k], b["snapshots"][step][k]) for k in a["snapshots"][step])
     assert float(a["losses"][-1]) < float(a["losses"][0])
 
 
@@ -53,7 +53,7 @@ def test_divergence_is_recorded_not_raised(tmp_path):
     record = train(spec, _data(spec), tmp_path / "d.pt", tmp_path / "d.ckpt")
     assert record["status"] == "diverged"
     assert record["diverged_step"] is not None and record["diverged_step"] < 40
-    assert all(torch.isfinite(w).all() for snap in record["snapshots"].values() for w in snap)
+    assert all(torch.isfinite(w).all() for snap in record["snapshots"].values() for w in snap.values())
     assert torch.load(tmp_path / "d.pt", weights_only=False)["status"] == "diverged"
 
 
@@ -82,7 +82,7 @@ def test_killed_run_resumes_and_matches_uninterrupted(tmp_path):
     assert not ckpt.exists()
     assert torch.equal(record["losses"], reference["losses"])
     for step, weights in reference["snapshots"].items():
-        assert all(torch.equal(u, v) for u, v in zip(weights, record["snapshots"][step]))
+        assert all(torch.equal(weights[k], record["snapshots"][step][k]) for k in weights)
 
 
 def test_corrupted_checkpoint_is_reported_and_ignored(tmp_path, caplog):

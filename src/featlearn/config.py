@@ -17,7 +17,7 @@ import jsonschema
 import yaml
 
 SCALES = ("smoke", "quick", "paper")
-SWEEP_DIMS = ("alpha", "init_scale", "optimizer", "seed")
+SWEEP_DIMS = ("dataset", "alpha", "init_scale", "optimizer", "seed")
 
 
 class ConfigError(ValueError):
@@ -99,6 +99,8 @@ def _semantic_errors(exp: dict, where: str) -> list[str]:
     problems = []
     if exp["kind"] == "deep_rfm" and max(exp["gram"]["layers"]) > exp["model"]["depth"]:
         problems.append(f"{where}.gram.layers go past model.depth ({exp['model']['depth']})")
+    if exp["kind"] == "network":
+        return problems + _network_errors(exp, where)
     if exp["kind"] != "training":
         return problems
     train, model, sweep = exp["train"], exp["model"], exp.get("sweep", {})
@@ -128,6 +130,51 @@ def _semantic_errors(exp: dict, where: str) -> list[str]:
         problems.append(
             f"{where}.train.measure_every ({train['measure_every']}) exceeds train.steps ({train['steps']})"
         )
+    return problems
+
+
+# What each architecture needs in ``model``, and the measurement family that reads its layers.
+ARCH_KEYS = {
+    "mlp": ("widths", "activation", "init_scales", "init_convention", "readout_scale"),
+    "vgg11": (),
+    "gpt": ("block_size", "n_layer", "n_head", "n_embd"),
+    "collapse_mlp": ("width", "depth", "gain"),
+    "resnet18_mlp": ("width", "depth", "gain"),
+    "vgg11_mlp": ("width", "depth", "gain"),
+}
+ARCH_FAMILY = {"mlp": "nfa", "vgg11": "conv_nfa", "gpt": "attention_nfa", "collapse_mlp": "collapse",
+               "resnet18_mlp": "collapse", "vgg11_mlp": "collapse"}
+
+
+def _network_errors(exp: dict, where: str) -> list[str]:
+    """Cross-field rules of a ``network`` experiment: one time unit, per-arch keys, matching metrics."""
+    problems = []
+    train, model, sweep = exp["train"], exp["model"], exp["sweep"]
+    if ("epochs" in train) == ("steps" in train):
+        problems.append(f"{where}.train needs exactly one of epochs and steps")
+    arch = model["arch"]
+    missing = [k for k in ARCH_KEYS[arch] if k not in model]
+    if missing:
+        problems.append(f"{where}.model.arch {arch} needs model.{', model.'.join(missing)}")
+    if exp["measure"]["family"] != ARCH_FAMILY[arch]:
+        problems.append(f"{where}.measure.family must be {ARCH_FAMILY[arch]} for model.arch {arch} "
+                        f"(got {exp['measure']['family']})")
+    text = [d for d in sweep.get("dataset", [exp["data"]["dataset"]]) if d == "shakespeare_char"]
+    if (arch == "gpt") != bool(text):
+        problems.append(f"{where}: model.arch gpt goes with data.dataset shakespeare_char, and only it")
+    if arch == "mlp" and len(model.get("init_scales", [])) != len(model.get("widths", [])):
+        problems.append(f"{where}.model.init_scales needs one scale per hidden layer ({len(model.get('widths', []))})")
+    for name in ("lr", "epochs"):
+        if isinstance(train.get(name), list):
+            follows = train.get("lr_follows")
+            if follows not in sweep:
+                problems.append(f"{where}.train.{name} is a list, so train.lr_follows must name a sweep key "
+                                f"{sorted(sweep)}")
+            elif len(train[name]) != len(sweep[follows]):
+                problems.append(f"{where}.train.{name} has {len(train[name])} values for {len(sweep[follows])} "
+                                f"values of sweep.{follows}")
+    if "slo" in sweep.get("optimizer", [train["optimizer"]]) and "slo" not in train:
+        problems.append(f"{where}.train.slo is required when optimizer slo is used")
     return problems
 
 
@@ -169,25 +216,30 @@ def runs(config: dict, name: str) -> dict[str, dict]:
         spec = {k: copy.deepcopy(exp[k]) for k in ("data", "model", "train", "measure")}
         spec["experiment"], spec["sweep"], spec["device"] = name, point, config["device"]
         spec["seed"] = point.get("seed", 0)
-        spec["data"]["seed"] = spec["seed"]
+        if exp["kind"] == "training":  # synthetic data is drawn per seed; a real dataset is one fixed set
+            spec["data"]["seed"] = spec["seed"]
+        if "dataset" in point:
+            spec["data"]["dataset"] = point["dataset"]
         if "alpha" in point:
             spec["data"]["alpha"] = point["alpha"]
         if "init_scale" in point:
             spec["model"]["init_scales"][0] = point["init_scale"]
         if "optimizer" in point:
             spec["train"]["optimizer"] = point["optimizer"]
-        lr = spec["train"]["lr"]
-        if isinstance(lr, list):
-            follows = spec["train"]["lr_follows"]
-            spec["train"]["lr"] = lr[sweep[follows].index(point[follows])]
+        for name in ("lr", "epochs"):  # list-valued: one value per value of the sweep key lr_follows
+            value = spec["train"].get(name)
+            if isinstance(value, list):
+                follows = spec["train"]["lr_follows"]
+                spec["train"][name] = value[sweep[follows].index(point[follows])]
         table[key(point)] = spec
     return table
 
 
 def dataset_key(data: dict) -> str:
-    """File key of a synthetic dataset: its task, then every parameter that shapes it."""
-    params = {k: v for k, v in data.items() if k != "task"}
-    return f"{data['task']}/{key(params)}"
+    """File key of a dataset: its task (synthetic) or name (real, stand-in), then every parameter that shapes it."""
+    name = "task" if "task" in data else "dataset"
+    params = {k: v for k, v in data.items() if k != name}
+    return f"{data[name]}/{key(params)}"
 
 
 def spec_json(spec: dict) -> str:
@@ -198,7 +250,7 @@ def spec_json(spec: dict) -> str:
 def datasets(config: dict, name: str) -> dict[str, dict]:
     """Every dataset experiment ``name`` reads: file key -> generator parameters."""
     exp = experiment(config, name)
-    if exp["kind"] == "training":
+    if exp["kind"] in ("training", "network"):
         found = [spec["data"] for spec in runs(config, name).values()]
     elif exp["kind"] == "reversing":
         fixed = {k: exp[k] for k in ("n", "d", "eps1", "eps2", "x_scale")}

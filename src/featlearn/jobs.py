@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from pathlib import Path
 
 import torch
@@ -18,7 +19,10 @@ def start(log_path: str | None, threads: int = 1) -> logging.Logger:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", handlers=handlers, force=True)
     logging.getLogger("featlearn").setLevel(logging.INFO)
     torch.set_num_threads(max(1, threads))
-    return logging.getLogger("featlearn")
+    log = logging.getLogger("featlearn")
+    # Which scheduler job ran this (the cluster test and users auditing a run read it back).
+    log.info("host=%s pid=%d slurm_job_id=%s", socket.gethostname(), os.getpid(), os.environ.get("SLURM_JOB_ID", "none"))
+    return log
 
 
 def save_tensors(obj: dict, path: str | Path) -> None:

@@ -1,9 +1,15 @@
 """The one training loop: weight snapshots on the measurement schedule, resumable, deterministic.
 
-A run writes its snapshots (init, the schedule, final) and the loss of every step; metric
-extraction reads the snapshots, so a metric change never retrains. A checkpoint beside the
-output lets a killed run resume where it stopped and finish bitwise identical to an
-uninterrupted one. A non-finite loss stops the run and records it as diverged.
+Every model the papers train goes through ``train``: the bias-free MLPs on synthetic data,
+and the MLPs, VGG, GPT and collapse networks on real (or stand-in) data. A run writes its
+snapshots (init, the schedule, final) and the loss of every step; metric extraction reads the
+snapshots, so a metric change never retrains. A checkpoint beside the output lets a killed
+run resume where it stopped and finish bitwise identical to an uninterrupted one. A
+non-finite loss stops the run and records it as diverged.
+
+Time is counted in optimizer steps. Experiments stated in epochs (``train.epochs``) are
+converted with the run's steps per epoch, after an optional warm-up (``train.warmup``: the
+alignment code's epoch at lr 1e-4 that defines its "init" point).
 """
 
 from __future__ import annotations
@@ -14,12 +20,14 @@ import time
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
+from torch import nn
 
 from featlearn.config import spec_json
 from featlearn.jobs import save_tensors
 from featlearn.metrics.jacobians import layer_jacobians
 from featlearn.metrics.nfa import nfc, ptk_feature_covariance
-from featlearn.models.mlp import MLP, init_mlp
+from featlearn.models import build_model, gpt
 from featlearn.optim.slo import SLO, adaptive_speeds
 
 log = logging.getLogger(__name__)
@@ -32,25 +40,65 @@ def resolve_device(device: str) -> torch.device:
     return torch.device(device)
 
 
-def measurement_steps(steps: int, every: int) -> list[int]:
-    """Init, step 1 (the first centered point), every ``every``-th step, and the final step."""
-    return sorted({0, 1, *range(0, steps + 1, every), steps})
+def measurement_steps(steps: int, every: int, start: int = 0, stride: int = 1) -> list[int]:
+    """Init, step 1 (the first centered point), every ``every``-th unit after ``start``, and the final step.
+
+    Units are steps (``stride`` 1) or epochs of ``stride`` steps, counted from step ``start``
+    (the end of the warm-up); epoch schedules skip step 1, which is inside the first epoch.
+    """
+    if stride == 1 and start == 0:
+        return sorted({0, 1, *range(0, steps + 1, every), steps})
+    return sorted({0, *range(start, steps + 1, every * stride), steps})
 
 
-def build_model(spec: dict) -> MLP:
-    """The run's network at initialization, drawn from its own seeded generator."""
-    m = spec["model"]
-    model = MLP(spec["data"]["d"], m["widths"], out=1, activation=m["activation"])
-    generator = torch.Generator().manual_seed(spec["seed"])
-    return init_mlp(model, m["init_scales"], generator, m["init_convention"], m["readout_scale"])
+def training_tensors(data: dict) -> dict[str, torch.Tensor]:
+    """Inputs and targets of any dataset file: synthetic (x, y), images (x_train, y_train) or a
+    character corpus (train, val). Scalar targets become one output column."""
+    if "x" in data:
+        x, y, xt, yt = data["x"], data["y"], data["x_test"], data["y_test"]
+    elif "x_train" in data:
+        x, y = data["x_train"], data["y_train"]
+        xt, yt = data.get("x_test", x[:0]), data.get("y_test", y[:0])
+    else:
+        return {"tokens": torch.as_tensor(data["train"]).long(),
+                "val_tokens": torch.as_tensor(data["val"]).long()}
+    column = (lambda t: t[:, None]) if y.dim() == 1 else (lambda t: t)
+    return {"x": x.float(), "y": column(y.float()), "x_test": xt.float(), "y_test": column(yt.float())}
 
 
-def make_optimizer(model: MLP, train: dict) -> torch.optim.Optimizer:
+def schedule(spec: dict, n: int) -> dict[str, int]:
+    """steps, steps_per_epoch, warmup_steps and the measurement list of one run on n examples."""
+    tr = spec["train"]
+    if "epochs" not in tr:
+        return {"steps": tr["steps"], "steps_per_epoch": 1, "warmup_steps": 0,
+                "measure": measurement_steps(tr["steps"], tr["measure_every"])}
+    per_epoch = math.ceil(n / (tr.get("batch_size") or n))
+    warmup = tr.get("warmup", {}).get("epochs", 0) * per_epoch
+    steps = warmup + tr["epochs"] * per_epoch
+    return {"steps": steps, "steps_per_epoch": per_epoch, "warmup_steps": warmup,
+            "measure": measurement_steps(steps, tr["measure_every"], warmup, per_epoch)}
+
+
+def lr_at(tr: dict, step: int, warmup_steps: int) -> float:
+    """The learning rate of one step: a constant after the alignment warm-up epoch, or nanoGPT's
+    linear warm-up then cosine decay (``train.schedule``)."""
+    if step < warmup_steps:
+        return tr["warmup"]["lr"]
+    cosine = tr.get("schedule")
+    if cosine is None:
+        return tr["lr"]
+    return gpt.lr_at(step, tr["lr"], cosine["min_lr"], cosine["warmup_steps"], cosine["decay_steps"])
+
+
+def make_optimizer(model: nn.Module, train: dict) -> torch.optim.Optimizer:
     method, lr = train["optimizer"], train["lr"]
     if method in ("gd", "sgd"):
-        return torch.optim.SGD(model.parameters(), lr=lr, momentum=train.get("momentum", 0.0))
+        return torch.optim.SGD(model.parameters(), lr=lr, momentum=train.get("momentum", 0.0),
+                               weight_decay=train.get("weight_decay", 0.0))
     if method == "adam":
         return torch.optim.Adam(model.parameters(), lr=lr)
+    if method == "adamw":
+        return gpt.configure_adamw(model, lr, tuple(train.get("betas", (0.9, 0.999))), train.get("weight_decay", 0.0))
     if method == "slo":
         return SLO(model.parameters(), lr, train["slo"]["speeds"], train["slo"]["eps"])
     if method == "slo_adaptive":
@@ -59,8 +107,39 @@ def make_optimizer(model: MLP, train: dict) -> torch.optim.Optimizer:
     raise ValueError(f"unknown optimizer {method!r}")
 
 
-def _weights(model: MLP) -> list[torch.Tensor]:
-    return [layer.weight.detach().cpu().clone() for layer in model.layers]
+def loss_fn(name: str, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """MSE, mean over samples and outputs (``nn.MSELoss``), or next-token cross-entropy."""
+    if name == "cross_entropy":
+        return F.cross_entropy(out.reshape(-1, out.shape[-1]), target.reshape(-1))
+    return F.mse_loss(out, target)
+
+
+def evaluate(model: nn.Module, x: torch.Tensor, y: torch.Tensor, loss: str = "mse", chunk: int = 1024) -> float:
+    """Mean loss over a whole split in chunks, in eval mode (dropout off); NaN for an empty split."""
+    if len(x) == 0:
+        return float("nan")
+    was_training = model.training
+    model.eval()
+    device = next(model.parameters()).device
+    total = 0.0
+    with torch.no_grad():
+        for i in range(0, len(x), chunk):
+            xb, yb = x[i:i + chunk].to(device), y[i:i + chunk].to(device)
+            total += float(loss_fn(loss, model(xb), yb)) * len(xb)
+    model.train(was_training)
+    return total / len(x)
+
+
+def token_batch(tokens: torch.Tensor, batch: int, block: int, generator: torch.Generator) -> tuple[torch.Tensor, ...]:
+    """nanoGPT's random windows: inputs (batch, block) and the next characters as targets."""
+    start = torch.randint(len(tokens) - block - 1, (batch,), generator=generator)
+    window = torch.stack([tokens[s:s + block + 1] for s in start.tolist()])
+    return window[:, :-1], window[:, 1:]
+
+
+def snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
+    """Every parameter and buffer on the CPU: what metric extraction rebuilds the model from."""
+    return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
 
 
 def _load_checkpoint(path: Path, spec: str) -> dict | None:
@@ -79,21 +158,29 @@ def _load_checkpoint(path: Path, spec: str) -> dict | None:
 
 
 def train(spec: dict, data: dict, out: Path, checkpoint: Path) -> dict:
-    """Train one run and write ``out``: snapshots, per-step losses, status. Returns the record.
+    """Train one run and write ``out``: snapshots, per-step losses, schedule, status. Returns the record.
 
-    ``spec`` is one entry of ``featlearn.config.runs``; ``data`` a synthetic dataset dict.
+    ``spec`` is one entry of ``featlearn.config.runs``; ``data`` the run's dataset file.
     """
     out, checkpoint = Path(out), Path(checkpoint)
     tr = spec["train"]
     device = resolve_device(spec["device"])
-    model = build_model(spec).to(device)
+    tensors = training_tensors(data)
+    model = build_model(spec, data).to(device)
+    model.train()
     optimizer = make_optimizer(model, tr)
-    x = data["x"].to(device, torch.float32)
-    y = data["y"].to(device, torch.float32)[:, None]
-    n = len(x)
+    loss_name = tr.get("loss", "mse")
+    text = "tokens" in tensors
+    if text:
+        tokens, n = tensors["tokens"], tr["batch_size"]
+    else:
+        x, y = tensors["x"].to(device), tensors["y"].to(device)
+        n = len(x)
     batch = tr.get("batch_size") or n
+    per_epoch = math.ceil(n / batch)
+    plan = schedule(spec, n)
     shuffle = torch.Generator().manual_seed(spec["seed"] + 1)
-    schedule = set(measurement_steps(tr["steps"], tr["measure_every"]))
+    measure_at = set(plan["measure"])
     canonical = spec_json(spec)
     every_s = tr.get("checkpoint_seconds", 60.0)
 
@@ -109,28 +196,34 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path) -> dict:
     status, diverged_at = "completed", None
     step = state["step"]
     while True:
-        if step in schedule:
-            state["snapshots"][step] = _weights(model)
-            if time.monotonic() - last_ckpt >= every_s and step < tr["steps"]:
+        if step in measure_at:
+            state["snapshots"][step] = snapshot(model)
+            if time.monotonic() - last_ckpt >= every_s and step < plan["steps"]:
                 save_tensors({"spec": canonical, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                               "shuffle": shuffle.get_state(), **state, "step": step}, checkpoint)
                 last_ckpt = time.monotonic()
-        if step == tr["steps"]:
-            with torch.no_grad():
-                final = float(torch.nn.functional.mse_loss(model(x), y))
-            state["losses"].append(final)
-            if not math.isfinite(final):
-                status, diverged_at = "diverged", step
-                state["snapshots"].pop(step, None)
+        if step == plan["steps"]:
+            if not text:
+                final = evaluate(model, x, y, loss_name)
+                state["losses"].append(final)
+                if not math.isfinite(final):
+                    status, diverged_at = "diverged", step
+                    state["snapshots"].pop(step, None)
             break
-        if batch < n and step % math.ceil(n / batch) == 0:
-            state["order"] = torch.randperm(n, generator=shuffle)
-        idx = state["order"][(step % math.ceil(n / batch)) * batch:][:batch]
+        if text:
+            xb, yb = (t.to(device) for t in token_batch(tokens, batch, spec["model"]["block_size"], shuffle))
+        else:
+            if batch < n and step % per_epoch == 0:
+                state["order"] = torch.randperm(n, generator=shuffle)
+            idx = state["order"][(step % per_epoch) * batch:][:batch]
+            xb, yb = x[idx], y[idx]
         if tr["optimizer"] == "slo_adaptive":
             optimizer.set_speeds(_adaptive(model, x, tr["slo_adaptive"]["s"]))
             state["speeds"].append([g["speed"] for g in optimizer.param_groups])
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(tr, step, plan["warmup_steps"])
         optimizer.zero_grad()
-        loss = torch.nn.functional.mse_loss(model(x[idx]), y[idx])
+        loss = loss_fn(loss_name, model(xb), yb)
         state["losses"].append(loss.item())
         if not math.isfinite(state["losses"][-1]):
             status, diverged_at = "diverged", step
@@ -138,13 +231,18 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path) -> dict:
             log.warning("run %s diverged at step %d (loss %s)", out, step, state["losses"][-1])
             break
         loss.backward()
+        if tr.get("grad_clip"):
+            nn.utils.clip_grad_norm_(model.parameters(), tr["grad_clip"])
         optimizer.step()
         step += 1
         state["step"] = step
+        if step % max(1, plan["steps"] // 20) == 0:
+            log.info("step %d/%d loss %.4g", step, plan["steps"], state["losses"][-1])
 
     record = {
         "spec": canonical,
         "snapshots": state["snapshots"],
+        "schedule": plan,
         "losses": torch.tensor(state["losses"], dtype=torch.float64),
         "speeds": torch.tensor(state["speeds"], dtype=torch.float64),
         "status": status,
@@ -156,7 +254,7 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path) -> dict:
     return record
 
 
-def _adaptive(model: MLP, x: torch.Tensor, s: float) -> list[float]:
+def _adaptive(model: nn.Module, x: torch.Tensor, s: float) -> list[float]:
     """Adaptive SLO: measure every hidden layer's UC-NFC at the current weights (full batch)."""
     jacs = layer_jacobians(model, x)
     uc = [nfc(layer.weight.detach().cpu(), ptk_feature_covariance(j.detach().cpu()))

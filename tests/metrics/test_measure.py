@@ -9,7 +9,8 @@ from featlearn.metrics import nfa
 from featlearn.metrics.jacobians import layer_jacobians
 from featlearn.metrics.measure import combine_runs, measure_run
 from featlearn.metrics.theory import second_derivative_correlation
-from featlearn.train import build_model, train
+from featlearn.models import build_model
+from featlearn.train import train
 
 SPEC = {
     "experiment": "t", "sweep": {}, "device": "cpu", "seed": 0,
@@ -26,7 +27,7 @@ def test_one_gd_step_centered_nfc_equals_second_derivative_correlation(tmp_path)
     data = make_dataset(SPEC["data"])
     record = train(SPEC, data, tmp_path / "r.pt", tmp_path / "r.ckpt")
     ds = measure_run(record, data, SPEC)
-    model = build_model(SPEC).double()
+    model = build_model(SPEC, data).double()
     x = data["x"]
     with torch.no_grad():
         residual = model(x)[:, 0] - data["y"]  # 𝓛̇ ∝ f₀ − y for the MSE

@@ -1,32 +1,56 @@
 # Tables derived from config.yaml, and the source files each stage depends on.
 import ast
-import os
+import re
 
 SRC = "src/featlearn/"
 SCALE = config["scale"]
 
 EXPERIMENTS = {name: fc.experiment(config, name) for name in config["experiments"]}
-TRAINING = [n for n, e in EXPERIMENTS.items() if e["kind"] == "training"]
+# Experiments trained run by run: synthetic MLPs ("training") and networks on real data ("network").
+TRAINING = [n for n, e in EXPERIMENTS.items() if e["kind"] in ("training", "network")]
 RUNS = {name: fc.runs(config, name) for name in TRAINING}
 DATASETS = {key: params for name in EXPERIMENTS for key, params in fc.datasets(config, name).items()}
+SYNTHETIC_DATA = {key: p for key, p in DATASETS.items() if "task" in p}
+REAL_DATA = {key: p for key, p in DATASETS.items() if "dataset" in p}
+
+
+def one_of(names):
+    """A wildcard constraint matching exactly these names (never empty: Snakemake needs a regex)."""
+    return "|".join(re.escape(n) for n in names) or "NONE"
 
 # Figures: each figure module names the experiments (stores) it reads.
 FIGURE_NUMBERS = {
-    "alignment": [1, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
+    "alignment": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17],
     "collapse": [1, 3, 4, 5, 6],
     "tangent": [1, 2, 3],
 }
 
 
+def _module_tree(path):
+    return ast.parse(open(path).read())
+
+
 def figure_experiments(paper, n):
     """The EXPERIMENTS literal of a figure module, read without importing it (matplotlib and
     seaborn would add seconds to every DAG build)."""
-    tree = ast.parse(open(f"{SRC}figures/{paper}/fig{n}.py").read())
-    for node in tree.body:
+    for node in _module_tree(f"{SRC}figures/{paper}/fig{n}.py").body:
         target = getattr(node, "target", None) or (node.targets[0] if hasattr(node, "targets") else None)
         if getattr(target, "id", None) == "EXPERIMENTS":
             return ast.literal_eval(node.value)
     raise ValueError(f"{SRC}figures/{paper}/fig{n}.py defines no EXPERIMENTS tuple")
+
+
+def figure_imports(path):
+    """Every featlearn.figures module ``path`` imports, transitively: a figure reruns when any changes."""
+    found, todo = [], [path]
+    while todo:
+        for node in ast.walk(_module_tree(todo.pop())):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("featlearn.figures."):
+                dep = SRC + node.module.removeprefix("featlearn.").replace(".", "/") + ".py"
+                if dep not in found:
+                    found.append(dep)
+                    todo.append(dep)
+    return sorted(found)
 
 
 FIGURE_STORES = {
@@ -41,7 +65,24 @@ def sources(*modules):
 
 
 DATA_SOURCES = sources("data/synthetic.py")
-MODEL_SOURCES = sources("models/mlp.py", "optim/slo.py", "train.py")
+REAL_DATA_SOURCES = sources("data/__init__.py", "data/real.py", "data/standins.py", "data/text.py")
+MODEL_SOURCES = sources("models/__init__.py", "models/mlp.py", "optim/slo.py", "train.py")
+# The module of each architecture beyond the MLP, so a VGG edit never retrains the MLPs.
+ARCH_SOURCES = {
+    "mlp": [],
+    "vgg11": sources("models/vgg.py"),
+    "gpt": sources("models/gpt.py"),
+    "collapse_mlp": sources("models/collapse_nets.py"),
+    "resnet18_mlp": sources("models/collapse_nets.py"),
+    "vgg11_mlp": sources("models/collapse_nets.py"),
+}
+# Metric code per measurement family (spec["measure"]["family"]; synthetic runs are "nfa").
+FAMILY_SOURCES = {
+    "nfa": [],
+    "conv_nfa": sources("metrics/conv_nfa.py"),
+    "attention_nfa": sources("metrics/attention_nfa.py"),
+    "collapse": sources("metrics/collapse.py", "metrics/collapse_measure.py"),
+}
 # Adaptive SLO measures UC-NFC inside training, so only its runs depend on the metric code.
 ADAPTIVE_SOURCES = sources("metrics/jacobians.py", "metrics/nfa.py")
 MEASURE_SOURCES = MODEL_SOURCES + sources(
@@ -69,7 +110,12 @@ def data_path(params):
 
 def train_sources(spec):
     adaptive = spec["train"]["optimizer"] == "slo_adaptive"
-    return MODEL_SOURCES + (ADAPTIVE_SOURCES if adaptive else [])
+    return MODEL_SOURCES + ARCH_SOURCES[spec["model"].get("arch", "mlp")] + (ADAPTIVE_SOURCES if adaptive else [])
+
+
+def measure_sources(spec):
+    family = spec["measure"].get("family", "nfa")
+    return MEASURE_SOURCES + ARCH_SOURCES[spec["model"].get("arch", "mlp")] + FAMILY_SOURCES[family]
 
 
 def figure_stores(paper, n):
@@ -81,8 +127,8 @@ def figure_stores(paper, n):
 
 
 def figure_sources(paper, n):
-    shared = [f"figures/{paper}/panels.py"] if os.path.exists(f"{SRC}figures/{paper}/panels.py") else []
-    return sources("figures/style.py", *shared, f"figures/{paper}/fig{n}.py")
+    path = f"{SRC}figures/{paper}/fig{n}.py"
+    return [path, *figure_imports(path)]
 
 
 def store_path(experiment):

@@ -7,11 +7,11 @@ rule measure_run:
     input:
         run="results/runs/{experiment}/{run}.pt",
         data=lambda w: data_path(RUNS[w.experiment][w.run]["data"]),
-        code=MEASURE_SOURCES,
+        code=lambda w: measure_sources(RUNS[w.experiment][w.run]),
     params:
         spec=lambda w: RUNS[w.experiment][w.run],
     wildcard_constraints:
-        experiment="|".join(TRAINING),
+        experiment=one_of(TRAINING),
     log:
         "results/logs/measure/{experiment}/{run}.log",
     threads: config.get("threads", 1)
@@ -32,7 +32,7 @@ rule combine_runs:
         points=lambda w: {r: spec["sweep"] for r, spec in RUNS[w.experiment].items()},
         experiment=lambda w: EXPERIMENTS[w.experiment],
     wildcard_constraints:
-        experiment="|".join(TRAINING),
+        experiment=one_of(TRAINING),
     log:
         "results/logs/combine/{experiment}.log",
     script:
@@ -49,7 +49,7 @@ rule build_store:
         experiment=lambda w: EXPERIMENTS[w.experiment],
         datasets=lambda w: list(fc.datasets(config, w.experiment).values()),
     wildcard_constraints:
-        experiment="|".join(n for n in EXPERIMENTS if n not in TRAINING),
+        experiment=one_of(n for n in EXPERIMENTS if n not in TRAINING),
     log:
         "results/logs/stores/{experiment}.log",
     threads: config.get("threads", 1)

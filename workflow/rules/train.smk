@@ -11,7 +11,7 @@ rule train:
         spec=lambda w: RUNS[w.experiment][w.run],
         checkpoint=lambda w: f"results/runs/{w.experiment}/{w.run}.ckpt",
     wildcard_constraints:
-        experiment="|".join(TRAINING),
+        experiment=one_of(TRAINING),
     log:
         "results/logs/train/{experiment}/{run}.log",
     threads: config.get("threads", 1)

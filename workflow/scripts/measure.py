@@ -5,6 +5,8 @@ from featlearn.store import provenance, write_store
 
 log = start(snakemake.log[0], snakemake.threads)
 spec = snakemake.params.spec
-ds = measure_run(load_tensors(snakemake.input.run), load_tensors(snakemake.input.data), spec)
-attrs = provenance(spec_json(spec), snakemake.config["scale"], snakemake.rule, "synthetic (generated)")
+data = load_tensors(snakemake.input.data)
+ds = measure_run(load_tensors(snakemake.input.run), data, spec)
+source = data.get("source", "synthetic (generated)")
+attrs = provenance(spec_json(spec), snakemake.config["scale"], snakemake.rule, source)
 write_store(ds, snakemake.output[0], attrs)

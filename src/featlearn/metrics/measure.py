@@ -6,15 +6,18 @@ centered quantities cost no extra pass. Steps the run never reached (it diverged
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import torch
 import xarray as xr
+from torch import nn
 
 from featlearn.data.synthetic import haar_orthogonal
 from featlearn.metrics import nfa
 from featlearn.metrics.jacobians import layer_jacobians
-from featlearn.models.mlp import MLP
-from featlearn.train import build_model, measurement_steps
+from featlearn.models import build_model
+from featlearn.train import evaluate, token_batch, training_tensors
 
 LONG_NAMES = {
     "uc_nfc": "uncentered NFC ρ(WᵀW, WᵀKW)",
@@ -35,34 +38,70 @@ LONG_NAMES = {
     "egop": "EGOP of the target, analytic, divided by Var(y)",
     "corrupted_agop": "W⁽⁰⁾ᵀQW⁽⁰⁾, Q = O diag(eig K⁽⁰⁾) Oᵀ with O Haar (draw 0)",
     "rho_nfm_corrupted": "ρ(F⁽⁰⁾, W⁽⁰⁾ᵀQW⁽⁰⁾) for each Q draw",
+    "val_loss": "validation cross-entropy on fixed windows at the snapshot",
+    "nfm_diag": "diag F⁽⁰⁾ at the end of training, averaged over colour channels",
+    "agop_diag": "diag Ḡ⁽⁰⁾ at the end of training, averaged over colour channels",
+    "corrupted_diag": "diag W⁽⁰⁾ᵀQW⁽⁰⁾ (Q draw 0), averaged over colour channels",
+    "rho_diag_agop": "Pearson ρ(diag F⁽⁰⁾, diag Ḡ⁽⁰⁾)",
+    "rho_diag_corrupted": "Pearson ρ(diag F⁽⁰⁾, diag W⁽⁰⁾ᵀQW⁽⁰⁾) for each Q draw",
     "speeds": "adaptive SLO speed C of each weight matrix at each step",
     "diverged": "1 if the run's loss became non-finite",
     "diverged_step": "step at which the loss became non-finite (NaN if never)",
 }
 
 
-def _model_at(spec: dict, weights: list[torch.Tensor]) -> MLP:
-    model = build_model(spec)
-    with torch.no_grad():
-        for layer, w in zip(model.layers, weights):
-            layer.weight.copy_(w)
-    return model
+def _model_at(spec: dict, data: dict, state: dict[str, torch.Tensor]) -> nn.Module:
+    model = build_model(spec, data)
+    model.load_state_dict(state)
+    return model.eval()
 
 
-def _mse(model: MLP, x: torch.Tensor, y: torch.Tensor) -> float:
-    if len(x) == 0:
-        return float("nan")
-    with torch.no_grad():
-        return float(torch.nn.functional.mse_loss(model(x)[:, 0], y))
+def _weights(model: nn.Module) -> list[torch.Tensor]:
+    return [layer.weight.detach() for layer in model.hidden]
+
+
+def time_axis(record: dict, spec: dict) -> tuple[str, list[int], list[float]]:
+    """(dim name, snapshot steps, coordinate values) of a run's measurements.
+
+    Step-counted runs use ``step``. Epoch-counted runs use ``epoch`` = epochs after the warm-up;
+    the initialization before a warm-up is the centering reference W₀ only, not a row.
+    """
+    plan = record["schedule"]
+    if "epochs" not in spec["train"]:
+        return "step", plan["measure"], plan["measure"]
+    steps = [s for s in plan["measure"] if s >= plan["warmup_steps"]]
+    return "epoch", steps, [(s - plan["warmup_steps"]) / plan["steps_per_epoch"] for s in steps]
 
 
 def measure_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
-    """Every per-step, per-layer NFA quantity of one run, both correlation conventions."""
-    tr, centered = spec["train"], spec["measure"].get("centered", False)
-    steps = measurement_steps(tr["steps"], tr["measure_every"])
+    """One run's metric dataset, by the run's measurement family (``measure.family``): the NFA of
+    MLP layers, of conv layers (VGG), of attention projections (GPT), or neural collapse."""
+    family = spec["measure"].get("family", "nfa")
+    if family == "nfa":
+        return measure_mlp_run(record, data, spec)
+    if family == "conv_nfa":
+        return measure_conv_run(record, data, spec)
+    if family == "attention_nfa":
+        return measure_attention_run(record, data, spec)
+    if family == "collapse":
+        from featlearn.metrics.collapse_measure import measure_collapse_run
+
+        return measure_collapse_run(record, data, spec)
+    raise ValueError(f"unknown measure.family {family!r}")
+
+
+def measure_mlp_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
+    """Every per-snapshot, per-layer NFA quantity of one MLP run, both correlation conventions.
+
+    K is taken over the first ``measure.n_measure`` training points (all when absent), exactly
+    over every output; losses over the whole training and test splits.
+    """
+    centered = spec["measure"].get("centered", False)
+    dim, steps, coord = time_axis(record, spec)
     layers = len(spec["model"]["widths"])
-    x, y = data["x"].float(), data["y"].float()
-    x_test, y_test = data["x_test"].float(), data["y_test"].float()
+    tensors = training_tensors(data)
+    x, y = tensors["x"], tensors["y"]
+    x_k = x[: spec["measure"].get("n_measure") or len(x)]
     snaps = record["snapshots"]
     conv = list(nfa.CONVENTIONS)
 
@@ -73,18 +112,22 @@ def measure_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
     scalars = {k: empty(len(steps), layers) for k in ("ratio_c_uc", "ratio_dc_c", "dw_rel", "k_dispersion")}
     losses = {k: empty(len(steps)) for k in ("train_loss", "test_loss", "rho_nfm_egop", "rho_agop_egop")}
     egop = data.get("egop")
-    w0, j0, last = snaps[0], None, None
+    w0 = _weights(_model_at(spec, data, snaps[0]))
+    j0, last = None, None
+    if centered and steps[0] != 0:  # an epoch axis starts after the warm-up: J₀ needs its own pass
+        j0 = [j.detach() for j in layer_jacobians(_model_at(spec, data, snaps[0]), x_k)]
     for i, step in enumerate(steps):
         if step not in snaps:
             continue
-        model = _model_at(spec, snaps[step])
-        jacs = [j.detach() for j in layer_jacobians(model, x)]
+        model = _model_at(spec, data, snaps[step])
+        jacs = [j.detach() for j in layer_jacobians(model, x_k)]
         j0 = jacs if step == 0 else j0
-        last = (step, snaps[step], jacs)
-        losses["train_loss"][i] = _mse(model, x, y)
-        losses["test_loss"][i] = _mse(model, x_test, y_test)
+        weights = _weights(model)
+        last = (step, weights, jacs)
+        losses["train_loss"][i] = evaluate(model, x, y)
+        losses["test_loss"][i] = evaluate(model, tensors["x_test"], tensors["y_test"])
         for ell in range(layers):
-            w, w_init = snaps[step][ell].double(), w0[ell].double()
+            w, w_init = weights[ell].double(), w0[ell].double()
             k = nfa.ptk_feature_covariance(jacs[ell])
             k_bar = nfa.ptk_feature_covariance(jacs[ell] - j0[ell]) if centered else None
             pairs = nfa.nfc_pairs(w, w_init, k, k_bar)
@@ -101,32 +144,172 @@ def measure_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
                 losses["rho_nfm_egop"][i] = nfa.correlation(f, egop)
                 losses["rho_agop_egop"][i] = nfa.correlation(g, egop)
 
-    coords = {"step": steps, "layer": np.arange(1, layers + 1), "convention": conv}
+    coords = {dim: coord, "layer": np.arange(1, layers + 1), "convention": conv}
     ds = xr.Dataset(coords=coords)
     for name, values in per_layer.items():
         if name in ("dc_nfc", "ptkc_nfc") and not centered:
             continue
-        ds[name] = (("step", "layer", "convention"), values)
+        ds[name] = ((dim, "layer", "convention"), values)
     for name, values in scalars.items():
         if name != "ratio_dc_c" or centered:
-            ds[name] = (("step", "layer"), values)
+            ds[name] = ((dim, "layer"), values)
     for name, values in losses.items():
         if not name.startswith("rho_") or egop is not None:
-            ds[name] = (("step",), values)
-    ds["loss"] = (("iteration",), record["losses"].numpy())
+            ds[name] = ((dim,), values)
+    ds = ds.merge(run_status(record))
     if len(record["speeds"]):
         ds["speeds"] = (("iteration_speeds", "matrix"), record["speeds"].numpy())
-    ds["diverged"] = int(record["status"] == "diverged")
-    ds["diverged_step"] = float("nan") if record["diverged_step"] is None else float(record["diverged_step"])
-    ds = ds.merge(_final_matrices(last, egop, spec))
+    # First-layer matrices: whole for synthetic d = 32 (Figs 1, 4, 11); as diagonal images for real inputs
+    if spec["measure"].get("image_diagonals"):
+        ds = ds.merge(_final_diagonals(last, spec, image_shape(data)))
+    elif "task" in spec["data"]:
+        ds = ds.merge(_final_matrices(last, egop, spec))
     for name in ds.data_vars:
         ds[name].attrs["long_name"] = LONG_NAMES[name]
     for name in per_layer:
         if name in ds:
             ds[name].attrs["convention"] = "cosine = the paper's ρ; pearson = the authors' Fig 2 code (mat_cov)"
     ds.attrs["k_normalization"] = "K = (1/n) Σ_α Σ_j J[α,j]ᵀ J[α,j]; Ḡ = WᵀKW"
+    ds.attrs["k_samples"] = len(x_k)
     ds.attrs["final_step"] = last[0]
     return ds
+
+
+def _nfc_row(w: torch.Tensor, w0: torch.Tensor, k: torch.Tensor, at_init: bool) -> dict[str, object]:
+    """UC and C-NFC (both conventions), R_C and ‖ΔW‖/‖W‖ of one weight matrix against its K."""
+    pairs = nfa.nfc_pairs(w, w0, k)
+    nan = [float("nan")] * len(nfa.CONVENTIONS)
+    return {
+        "uc_nfc": [nfa.correlation(*pairs["uc_nfc"], c) for c in nfa.CONVENTIONS],
+        "c_nfc": nan if at_init else [nfa.correlation(*pairs["c_nfc"], c) for c in nfa.CONVENTIONS],
+        "ratio_c_uc": nfa.ratio_c_uc(pairs),
+        "dw_rel": nfa.relative_weight_change(w.double(), w0.double()),
+    }
+
+
+def _nfc_dataset(rows: list[list[dict] | None], dim: str, coord: list, layer_dims: dict[str, list]) -> xr.Dataset:
+    """Stack per-snapshot lists of ``_nfc_row`` dicts (None for a snapshot the run never reached) into
+    (dim, *layer dims[, convention]) variables; the layer list is in the row-major order of ``layer_dims``."""
+    shape = [len(v) for v in layer_dims.values()]
+    conv = len(nfa.CONVENTIONS)
+    ds = xr.Dataset(coords={dim: coord, **layer_dims, "convention": list(nfa.CONVENTIONS)})
+    for name in ("uc_nfc", "c_nfc", "ratio_c_uc", "dw_rel"):
+        per_conv = name.endswith("nfc")
+        values = np.full((len(rows), *shape, *([conv] if per_conv else [])), np.nan)
+        for i, row in enumerate(rows):
+            if row is not None:
+                values[i] = np.reshape([r[name] for r in row], values.shape[1:])
+        ds[name] = ((dim, *layer_dims, *(["convention"] if per_conv else [])), values)
+        ds[name].attrs["long_name"] = LONG_NAMES[name]
+    return ds
+
+
+def measure_conv_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
+    """UC/C-NFC of every VGG conv layer (weights as patch → channel matrices, K summed over positions,
+    spec §1.11) on the first ``measure.n_measure`` training images, and the losses, per snapshot."""
+    from featlearn.metrics.conv_nfa import conv_feature_covariances, conv_weight_matrix
+
+    dim, steps, coord = time_axis(record, spec)
+    tensors = training_tensors(data)
+    x_k = tensors["x"][: spec["measure"].get("n_measure") or len(tensors["x"])]
+    w0 = [conv_weight_matrix(c) for c in _model_at(spec, data, record["snapshots"][0]).conv_layers]
+    rows, train_loss, test_loss = [], np.full(len(steps), np.nan), np.full(len(steps), np.nan)
+    for i, step in enumerate(steps):
+        if step not in record["snapshots"]:
+            rows.append(None)
+            continue
+        model = _model_at(spec, data, record["snapshots"][step])
+        ks = conv_feature_covariances(model, x_k)
+        weights = [conv_weight_matrix(c) for c in model.conv_layers]
+        rows.append([_nfc_row(w, w_init, k, step == 0) for w, w_init, k in zip(weights, w0, ks)])
+        train_loss[i] = evaluate(model, tensors["x"], tensors["y"])
+        test_loss[i] = evaluate(model, tensors["x_test"], tensors["y_test"])
+    ds = _nfc_dataset(rows, dim, coord, {"layer": list(range(1, len(w0) + 1))})
+    ds["train_loss"], ds["test_loss"] = (dim, train_loss), (dim, test_loss)
+    ds.attrs["k_samples"] = len(x_k)
+    ds.attrs["k_convention"] = "K without conv biases, eval mode (the authors' code, spec §1.11)"
+    return ds.merge(run_status(record))
+
+
+def measure_attention_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
+    """UC/C-NFC of every block's W_q, W_k, W_v (input LN₁(x_t)) with the random-probe K over all
+    next-token logits (spec §1.12) on fixed training windows, and the validation loss, per snapshot."""
+    from featlearn.metrics.attention_nfa import attention_feature_covariances
+    from featlearn.models.gpt import attention_weights
+
+    m = spec["measure"]
+    dim, steps, coord = time_axis(record, spec)
+    tensors = training_tensors(data)
+    block = spec["model"]["block_size"]
+    windows = torch.Generator().manual_seed(0)  # the same windows for every snapshot and seed
+    idx, _ = token_batch(tensors["tokens"], m["windows"], block, windows)
+    val_x, val_y = token_batch(tensors["val_tokens"], m["windows"], block, windows)
+    w0 = {k: w.clone() for k, w in attention_weights(_model_at(spec, data, record["snapshots"][0])).items()}
+    keys = sorted(w0)
+    rows, val_loss = [], np.full(len(steps), np.nan)
+    for i, step in enumerate(steps):
+        if step not in record["snapshots"]:
+            rows.append(None)
+            continue
+        model = _model_at(spec, data, record["snapshots"][step])
+        ks = attention_feature_covariances(model, idx, m["probes"], torch.Generator().manual_seed(spec["seed"]))
+        weights = attention_weights(model)
+        rows.append([_nfc_row(weights[key], w0[key], ks[key], step == 0) for key in keys])
+        val_loss[i] = evaluate(model, val_x, val_y, "cross_entropy")
+    blocks = sorted({b for b, _ in keys})
+    ds = _nfc_dataset(rows, dim, coord, {"block": blocks, "proj": ["k", "q", "v"]})
+    ds = ds.drop_vars("ratio_c_uc").reindex(proj=["q", "k", "v"])
+    ds["val_loss"] = (dim, val_loss)
+    ds.attrs["k_estimator"] = f"{m['probes']} Gaussian probes over all next-token logits, {m['windows']} windows"
+    return ds.merge(run_status(record))
+
+
+def run_status(record: dict) -> xr.Dataset:
+    """The loss of every optimizer step and whether (and when) the run diverged."""
+    step = float("nan") if record["diverged_step"] is None else float(record["diverged_step"])
+    losses = record["losses"].numpy()
+    return xr.Dataset({"loss": (("iteration",), losses)}, coords={"iteration": np.arange(len(losses))}).assign({
+        "diverged": int(record["status"] == "diverged"), "diverged_step": step})
+
+
+def image_shape(data: dict) -> tuple[int, int, int]:
+    """(channels, side, side) of a flattened image dataset, from its preprocessing record."""
+    side = json.loads(data["preprocessing"])["size"]
+    d = data["x_train"].shape[1]
+    return d // (side * side), side, side
+
+
+def _final_diagonals(last: tuple, spec: dict, image: tuple[int, int, int]) -> xr.Dataset:
+    """diag F⁽⁰⁾, diag Ḡ⁽⁰⁾ and diag W⁽⁰⁾ᵀQW⁽⁰⁾ as channel-averaged images, and their Pearson
+    correlations (Figs 16, 17): the d×d matrices of a 3·64·64 input would not fit in a store."""
+    _, weights, jacs = last
+    w = weights[0].double()
+    k = nfa.ptk_feature_covariance(jacs[0])
+    f, g = torch.diagonal(nfa.nfm(w)), torch.diagonal(nfa.agop(w, k))
+    corrupted = [torch.diagonal(nfa.agop(w, q)) for q in _random_q(k, spec)]
+
+    def picture(diag: torch.Tensor) -> np.ndarray:
+        return diag.reshape(image).mean(0).numpy()
+
+    dims = ("row", "col")
+    ds = xr.Dataset({"nfm_diag": (dims, picture(f)), "agop_diag": (dims, picture(g)),
+                     "rho_diag_agop": nfa.correlation(f, g, "pearson")},
+                    attrs={"rho_diagonals": "Pearson over the full diagonal (every channel); images channel-averaged"})
+    if corrupted:
+        ds["corrupted_diag"] = (dims, picture(corrupted[0]))
+        ds["rho_diag_corrupted"] = (("q_draw",), np.array([nfa.correlation(f, c, "pearson") for c in corrupted]))
+    return ds
+
+
+def _random_q(k: torch.Tensor, spec: dict) -> list[torch.Tensor]:
+    """Q = O diag(eig K) Oᵀ with O Haar-orthogonal, ``measure.random_q_draws`` times (Figs 1, 16)."""
+    eig = torch.linalg.eigvalsh(k)
+    gen = torch.Generator().manual_seed(10_000 + spec["seed"])
+    draws = []
+    for _ in range(spec["measure"].get("random_q_draws", 0)):
+        o = haar_orthogonal(len(k), gen)
+        draws.append((o * eig) @ o.T)
+    return draws
 
 
 def _final_matrices(last: tuple, egop: torch.Tensor | None, spec: dict) -> xr.Dataset:
@@ -139,18 +322,10 @@ def _final_matrices(last: tuple, egop: torch.Tensor | None, spec: dict) -> xr.Da
     ds = xr.Dataset({"nfm": (dims, f.numpy()), "agop": (dims, g.numpy())})
     if egop is not None:
         ds["egop"] = (dims, egop.numpy())
-    draws = spec["measure"].get("random_q_draws", 0)
-    if draws:
-        eig = torch.linalg.eigvalsh(k)
-        gen = torch.Generator().manual_seed(10_000 + spec["seed"])
-        rhos, first = [], None
-        for _ in range(draws):
-            o = haar_orthogonal(len(k), gen)
-            corrupted = nfa.agop(w, (o * eig) @ o.T)
-            first = corrupted if first is None else first
-            rhos.append(nfa.correlation(f, corrupted))
-        ds["corrupted_agop"] = (dims, first.numpy())
-        ds["rho_nfm_corrupted"] = (("q_draw",), np.array(rhos))
+    corrupted = [nfa.agop(w, q) for q in _random_q(k, spec)]
+    if corrupted:
+        ds["corrupted_agop"] = (dims, corrupted[0].numpy())
+        ds["rho_nfm_corrupted"] = (("q_draw",), np.array([nfa.correlation(f, c) for c in corrupted]))
     return ds
 
 

@@ -1,0 +1,58 @@
+"""Fig 14: the MLP's losses and relative weight change ‖W − W₀‖/‖W‖ per layer, for every dataset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from matplotlib.figure import Figure
+
+from featlearn.figures.alignment.real_panels import (
+    dataset_name,
+    figure,
+    loss_panel,
+    missing_datasets,
+    on_steps,
+    present_seeds,
+    run_label,
+    weight_change_panel,
+)
+from featlearn.figures.style import apply_style, finish
+
+EXPERIMENTS = ("real_mlp",)
+
+PER_ROW = 3  # datasets side by side; each takes a loss and a weight-change panel
+
+
+def draw(stores: dict[str, xr.Dataset]) -> Figure:
+    """One two-panel subfigure per dataset: train (solid) and test (dashed) loss on a log axis, and
+    ‖W − W₀‖_F/‖W‖_F vs epoch with one line per layer (dark = layer 1), mean ± sd over seeds."""
+    apply_style()
+    ds = on_steps(stores["real_mlp"], "epoch")
+    n = ds.sizes["dataset"]
+    ncols, nrows = min(n, PER_ROW), int(np.ceil(n / PER_ROW))
+    fig = figure(5.2 * ncols, 2.6 * nrows + 0.6, [ds])
+    subs = fig.subfigures(nrows, ncols, squeeze=False).ravel()
+    for i, (sub, dataset) in enumerate(zip(subs, ds.dataset.values)):
+        run = present_seeds(ds.sel(dataset=dataset), "train_loss")
+        loss_ax, dw_ax = sub.subplots(1, 2)
+        losses = loss_panel(loss_ax, [(run.train_loss, "k", "train", "-"), (run.test_loss, "k", "test", "--")],
+                            "MSE loss")
+        layers = weight_change_panel(dw_ax, run, "layer", "layer", "relative weight change")
+        for ax in (loss_ax, dw_ax):
+            ax.set_xlabel("epoch")
+        if i == 0:
+            loss_ax.legend(handles=losses, frameon=False)
+            dw_ax.legend(handles=layers, frameon=False, fontsize=6)
+        sub.suptitle(run_label(dataset_name(dataset), run, "train_loss"))
+    title = "Fig 14 · five-hidden-layer MLP (width 256, init scale 1): losses and ‖W − W₀‖_F / ‖W‖_F"
+    if missing := missing_datasets(ds):
+        title += f"\nnot in this store: {', '.join(missing)}"
+    fig.suptitle(title)
+    return fig
+
+
+def render(stores: dict[str, xr.Dataset], out: Path) -> None:
+    """Draw Fig 14 and save it with the shared footer."""
+    finish(draw(stores), out, list(stores.values()))

@@ -1,0 +1,116 @@
+"""Shared panels of the alignment paper's real-data figures (2, 13–17).
+
+panels.py draws trajectories indexed by `step` and coloured by init scale; the real-data stores
+are indexed by epoch or iteration and by dataset, optimizer, layer, block or projection, and may
+hold seeds that were never run (all NaN). The helpers here put those stores on panels.py's
+`step` axis, drop only never-run seeds (a diverged seed stays, so its NaNs end the mean curve
+with an ×) and name every divergence where the run is drawn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import matplotlib.pyplot as plt
+import numpy as np
+import xarray as xr
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from featlearn.figures.alignment.panels import plot_seed_mean, seeds_note, sequential_colors, with_divergence
+from featlearn.figures.style import C_COLOR, PALETTE, UC_COLOR, footer_text
+
+PEARSON = "pearson"  # the released Fig 2 code's ρ̄ (spec §1.4): Figs 2 and 13
+COSINE = "cosine"  # the paper's ρ: every other figure
+NFC_VARS = (("uc_nfc", UC_COLOR, "UC-NFC"), ("c_nfc", C_COLOR, "C-NFC"))
+DATASET_NAMES = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "svhn": "SVHN", "mnist": "MNIST",
+                 "gtsrb": "GTSRB", "stl10": "STL-10"}  # the six of Fig 2B / 13 / 14, in the paper's order
+FOOTER_LINE_IN = 0.13  # height of one footer line (fontsize 6) in inches
+
+
+def dataset_name(dataset: object) -> str:
+    """'cifar10' -> 'CIFAR-10' for titles."""
+    return DATASET_NAMES.get(str(dataset), str(dataset))
+
+
+def missing_datasets(ds: xr.Dataset) -> list[str]:
+    """The paper's datasets this store lacks (a quick-scale store may train fewer)."""
+    present = {str(d) for d in ds.dataset.values}
+    return [name for key, name in DATASET_NAMES.items() if key not in present]
+
+
+def on_steps(ds: xr.Dataset, time: str) -> xr.Dataset:
+    """The store with its time dimension (epoch, iteration) renamed `step`, the axis panels.py plots on."""
+    return ds if time == "step" else ds.rename({time: "step"})
+
+
+def divergence(run: xr.Dataset, loss: str) -> xr.Dataset:
+    """diverged and diverged_step per seed: the store's own when it records them, otherwise read off
+    the loss (finite at first, non-finite at the end: diverged at the first non-finite step)."""
+    if "diverged" in run.data_vars:
+        return run[["diverged", "diverged_step"]]
+    finite = np.isfinite(run[loss]).transpose("seed", "step").values
+    steps = run.step.values
+    diverged = finite.any(axis=1) & ~finite[:, -1]
+    first_bad = [steps[len(row) - np.argmax(row[::-1])] if bad else np.nan for row, bad in zip(finite, diverged)]
+    return xr.Dataset({"diverged": ("seed", diverged.astype(int)),
+                       "diverged_step": ("seed", np.asarray(first_bad, dtype=float))}, coords={"seed": run.seed.values})
+
+
+def present_seeds(run: xr.Dataset, loss: str) -> xr.Dataset:
+    """run without the seeds that were never run (loss all NaN and not diverged), so that means,
+    bands and 'n seeds' count only runs that exist."""
+    ran = run[loss].notnull().any([d for d in run[loss].dims if d != "seed"]) | (divergence(run, loss).diverged == 1)
+    return run.sel(seed=run.seed.values[ran.values])
+
+
+def nfc_panel(ax: Axes, run: xr.Dataset, convention: str, title: str, **where: object) -> list[Line2D]:
+    """UC-NFC (blue) and C-NFC (green) of one layer (selected by `where`) vs step, mean ± sd over seeds."""
+    handles = [plot_seed_mean(ax, run[var].sel(convention=convention, **where), color, label)
+               for var, color, label in NFC_VARS]
+    ax.set_title(title)
+    return handles
+
+
+def weight_change_panel(ax: Axes, run: xr.Dataset, dim: str, label: str, title: str, **where: object) -> list[Line2D]:
+    """‖W − W₀‖_F / ‖W‖_F vs step, one line per level of dim (layer or block), dark = first."""
+    values = run.dw_rel.sel(**where)
+    levels = values[dim].values
+    handles = [plot_seed_mean(ax, values.sel({dim: level}), color, f"{label} {level}")
+               for level, color in zip(levels, sequential_colors(len(levels)))]
+    ax.set_title(title)
+    ax.set_ylabel("‖W − W₀‖ / ‖W‖")
+    return handles
+
+
+def loss_panel(ax: Axes, curves: Sequence[tuple[xr.DataArray, object, str, str]], title: str) -> list[Line2D]:
+    """Losses (values(seed, step), colour, label, linestyle) on a log axis, mean ± sd over seeds."""
+    handles = [plot_seed_mean(ax, values, color, label, linestyle=style) for values, color, label, style in curves]
+    ax.set_yscale("log")
+    ax.set_title(title)
+    return handles
+
+
+def diag_image(ax: Axes, image: xr.DataArray, title: str, note: str = "") -> None:
+    """A (row, col) diagonal map divided by its largest |value|, so maps of different scale compare."""
+    m = np.asarray(image.transpose("row", "col"), dtype=float)
+    ax.imshow(m / np.nanmax(np.abs(m)), cmap=PALETTE)
+    ax.set_title(title)
+    ax.set_xlabel(note, fontsize=7)
+    ax.set_xticks([])
+    ax.set_yticks([])
+
+
+def run_label(text: str, run: xr.Dataset, loss: str, sep: str = " · ") -> str:
+    """text plus the seeds present and any divergence, e.g. 'CIFAR-10 · 3 seeds · diverged at step 40'."""
+    return with_divergence(f"{text}{sep}{seeds_note(run)}", divergence(run, loss), sep)
+
+
+def figure(width: float, height: float, stores: Sequence[xr.Dataset]) -> Figure:
+    """A constrained-layout figure that keeps its bottom free for every line of the footer finish()
+    writes (a real-data store's data_source has one line per dataset)."""
+    fig = plt.figure(figsize=(width, height), layout="constrained")
+    reserve = (FOOTER_LINE_IN * len(footer_text(list(stores)).splitlines()) + 0.05) / height
+    fig.get_layout_engine().set(rect=(0, reserve, 1, 1 - reserve))
+    return fig

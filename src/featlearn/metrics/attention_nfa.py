@@ -1,0 +1,97 @@
+"""NFA quantities of attention layers (alignment spec §1.12, Fig 2D).
+
+In block b, q_t = W_q a_t with a_t = LN_1(x_t) the layer input (likewise k, v), so NFM_q = W_qᵀW_q and
+AGOP_q = W_qᵀ K_q W_q (``nfa.nfm``, ``nfa.agop`` on ``gpt.attention_weights``), with
+K_q = (1/B) Σ_sequences Σ_t Σ_outputs (∂f/∂q_t)(∂f/∂q_t)ᵀ ∈ R^{C×C}: 1/B over sequences as ``nfa`` has 1/n over
+samples. The outputs f of a sequence are its T×V next-token logits by default ([U], spec §1.12). Every gradient comes
+from zero shifts on the c_attn outputs (``GPT.forward(idx, qkv_shifts)``): one backward pass gives ∂/∂q_t, ∂/∂k_t and
+∂/∂v_t of every block, sequence and position.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable
+
+import torch
+import torch.nn.functional as F
+
+from featlearn.models.gpt import GPT
+
+TARGETS = ("logits", "loss")
+Covariances = dict[tuple[int, str], torch.Tensor]
+
+
+def attention_feature_covariances(
+    model: GPT,
+    idx: torch.Tensor,
+    probes: int,
+    generator: torch.Generator,
+    target: str = "logits",
+    targets: torch.Tensor | None = None,
+) -> Covariances:
+    """K for every (block, proj), block 1-based and proj in "q", "k", "v"; C×C float64; ``idx`` (B, T) token ids.
+
+    ``target="logits"``: random-probe estimate K ≈ (1/M) Σ_m (1/B) Σ_{b,t} g gᵀ with g = ∂(uᵀ logits)/∂q_t and
+    u ~ N(0, I) over (B, T, V) drawn on the CPU from ``generator`` (M = ``probes``). Unbiased because E[uuᵀ] = I,
+    and sequences do not interact, so u's other sequences add nothing in expectation. One forward pass, then one
+    backward pass per probe. ``target="loss"``: the exact K of the one output Σ_t cross-entropy(logits_t,
+    ``targets``_t) per sequence, the spec's alternative; ``probes`` and ``generator`` are unused.
+    Measured on an eval-mode copy (dropout off); ``model`` is left untouched.
+    """
+    if target not in TARGETS:
+        raise ValueError(f"unknown attention NFA target {target!r}; allowed: {TARGETS}")
+    net = copy.deepcopy(model).eval().requires_grad_(False)
+    shifts = _zero_shifts(net, idx)
+    logits = net(idx, shifts)
+    if target == "loss":
+        if targets is None:
+            raise ValueError('target="loss" needs targets, the next-token ids of shape (B, T)')
+        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum")
+        return _covariances([torch.autograd.grad(loss, shifts)], net, len(idx))
+    if probes < 1:
+        raise ValueError(f"probes must be >= 1 (got {probes})")
+    passes = (
+        torch.autograd.grad((_probe(logits, generator) * logits).sum(), shifts, retain_graph=m < probes - 1)
+        for m in range(probes)
+    )
+    return _covariances(passes, net, probes * len(idx))
+
+
+def exact_attention_feature_covariances(model: GPT, idx: torch.Tensor) -> Covariances:
+    """The exact K of ``attention_feature_covariances`` (target logits): one backward pass per logit (t, v), batched
+    over sequences. T·V passes: for tests on tiny models."""
+    net = copy.deepcopy(model).eval().requires_grad_(False)
+    shifts = _zero_shifts(net, idx)
+    logits = net(idx, shifts)
+    _, T, V = logits.shape
+    outputs = [(t, v) for t in range(T) for v in range(V)]
+    passes = (
+        torch.autograd.grad(logits[:, t, v].sum(), shifts, retain_graph=i < len(outputs) - 1)
+        for i, (t, v) in enumerate(outputs)
+    )
+    return _covariances(passes, net, len(idx))
+
+
+def _probe(logits: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    """u ~ N(0, I) shaped like ``logits`` (B, T, V), drawn on the CPU so a seed gives the same u on any device."""
+    return torch.randn(logits.shape, generator=generator, dtype=logits.dtype).to(logits.device)
+
+
+def _zero_shifts(net: GPT, idx: torch.Tensor) -> list[torch.Tensor]:
+    """One (B, T, 3C) zero tensor per block, in the model's dtype, to differentiate against."""
+    shape = (*idx.shape, 3 * net.config.n_embd)
+    dtype = net.lm_head.weight.dtype
+    return [torch.zeros(shape, dtype=dtype, device=idx.device, requires_grad=True) for _ in net.blocks]
+
+
+def _covariances(passes: Iterable[tuple[torch.Tensor, ...]], net: GPT, denominator: int) -> Covariances:
+    """Σ over passes, sequences and positions of g gᵀ for q, k, v of every block, divided by ``denominator``."""
+    C = net.config.n_embd
+    ks = {}
+    for grads in passes:
+        for b, g in enumerate(grads, start=1):
+            for i, proj in enumerate("qkv"):
+                flat = g[..., i * C : (i + 1) * C].reshape(-1, C).to(torch.float64)
+                ks[(b, proj)] = ks.get((b, proj), 0) + flat.T @ flat
+    return {key: k / denominator for key, k in ks.items()}

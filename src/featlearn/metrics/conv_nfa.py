@@ -1,0 +1,64 @@
+"""NFA quantities of conv layers (alignment spec §1.11, Fig 2C).
+
+A 3×3 conv with padding 1 applies W ∈ R^{C_out×C_in·9} to every unfolded input patch p: h = W p + b at each position.
+So the NFM is WᵀW and the AGOP with respect to the patches is WᵀKW with
+K = (1/n) Σ_images Σ_positions Σ_outputs (∂f_j/∂h)(∂f_j/∂h)ᵀ ∈ R^{C_out×C_out}, h the conv output before ReLU: the
+same K convention as ``nfa.ptk_feature_covariance`` (1/n over images), so ``nfa.agop``/``nfa.nfc_pairs`` apply as is.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch import nn
+
+from featlearn.models.vgg import POOL_AFTER, VGG11
+
+
+def conv_weight_matrix(conv: nn.Conv2d) -> torch.Tensor:
+    """W = conv.weight as (C_out, C_in·kh·kw), patch → channel, columns in F.unfold's order (channel slowest)."""
+    return conv.weight.detach().reshape(conv.out_channels, -1)
+
+
+def conv_feature_covariances(
+    model: VGG11, x: torch.Tensor, batch_size: int = 256, drop_biases: bool = True
+) -> list[torch.Tensor]:
+    """K_ℓ (C_out×C_out, float64) for the 8 conv layers on images ``x`` (n, C, H, W), exact over the outputs.
+
+    Computed on a copy of ``model`` in eval mode (dropout off). With ``drop_biases`` the copy's conv biases are zeroed
+    before the forward pass: the authors' code (spec §1.11) measures K on a rebuilt network without conv biases
+    although training uses them; pass False for the K of the trained network itself. Per batch, one forward pass and
+    one backward pass per output j of Σ_images f_j with respect to zero shifts on every conv output gives ∂f_j/∂h_ℓ at
+    every image, position and layer (images do not interact without BatchNorm). ``model`` is left untouched.
+    """
+    net = copy.deepcopy(model).eval().requires_grad_(False)
+    if drop_biases:
+        with torch.no_grad():
+            for conv in net.conv_layers:
+                conv.bias.zero_()
+    ks = [torch.zeros(c.out_channels, c.out_channels, dtype=torch.float64, device=x.device) for c in net.conv_layers]
+    for batch in x.split(batch_size):
+        shifts = [
+            torch.zeros(shape, dtype=batch.dtype, device=batch.device, requires_grad=True)
+            for shape in _conv_output_shapes(net, batch)
+        ]
+        out = net(batch, shifts)
+        for j in range(out.shape[1]):
+            grads = torch.autograd.grad(out[:, j].sum(), shifts, retain_graph=j < out.shape[1] - 1)
+            for k, g in zip(ks, grads):
+                # (n, C, H, W) -> (C, n·H·W): one column per image and position.
+                flat = g.to(torch.float64).transpose(0, 1).reshape(g.shape[1], -1)
+                k += flat @ flat.T
+    return [k / len(x) for k in ks]
+
+
+def _conv_output_shapes(net: VGG11, batch: torch.Tensor) -> list[tuple[int, ...]]:
+    """Shape (n, C_out, H, W) of every conv output h_ℓ: padding 1 keeps H×W, each 2×2 max-pool halves it."""
+    n, _, height, width = batch.shape
+    shapes = []
+    for i, conv in enumerate(net.conv_layers):
+        shapes.append((n, conv.out_channels, height, width))
+        if i in POOL_AFTER:
+            height, width = height // 2, width // 2
+    return shapes
