@@ -44,7 +44,8 @@ def test_shipped_config_is_valid_at_every_scale():
         (lambda c: c["experiments"]["reversing"]["scales"]["quick"].update(gammas=[0.0, 1.0]),
          "experiments.reversing.gammas.0 must be > 0 (got 0.0) [at scale quick]"),
         (lambda c: c["experiments"]["chain_fig1"].update(kind="magic"),
-         "must be one of ['training', 'network', 'reversing', 'first_order', 'tangent_mnist', 'tangent_penalties', 'deep_rfm'] "
+         "must be one of ['training', 'network', 'reversing', 'first_order', 'tangent_mnist', 'tangent_penalties', "
+         "'deep_rfm'] "
          "(got 'magic')"),
         (lambda c: c["experiments"]["deep_rfm_cos"]["gram"].update(layers=[1, 21]),
          "experiments.deep_rfm_cos.gram.layers go past model.depth (20) [at scale quick, paper]"),

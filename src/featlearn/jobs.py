@@ -21,7 +21,8 @@ def start(log_path: str | None, threads: int = 1) -> logging.Logger:
     torch.set_num_threads(max(1, threads))
     log = logging.getLogger("featlearn")
     # Which scheduler job ran this (the cluster test and users auditing a run read it back).
-    log.info("host=%s pid=%d slurm_job_id=%s", socket.gethostname(), os.getpid(), os.environ.get("SLURM_JOB_ID", "none"))
+    slurm = os.environ.get("SLURM_JOB_ID", "none")
+    log.info("host=%s pid=%d slurm_job_id=%s", socket.gethostname(), os.getpid(), slurm)
     return log
 
 
