@@ -18,6 +18,8 @@ import yaml
 
 SCALES = ("smoke", "quick", "paper")
 SWEEP_DIMS = ("dataset", "alpha", "init_scale", "optimizer", "seed")
+# Config values that may be lists with one entry per value of the sweep key ``train.lr_follows``.
+FOLLOWING = (("train", "lr"), ("train", "epochs"), ("model", "gain"))
 
 
 class ConfigError(ValueError):
@@ -73,9 +75,14 @@ def _errors(instance: Any, schema: dict, where: str) -> list[str]:
 def validate(config: dict, schema_path: str | Path) -> None:
     """Check ``config`` against the schema, at every scale, before any job runs.
 
-    Raises ``ConfigError`` listing every mistake as ``config.yaml: <key path> …``.
+    ``--config download=true`` reaches Snakemake's config as the string 'true': top-level
+    booleans written as true/false are read as YAML first (in place). Raises ``ConfigError``
+    listing every mistake as ``config.yaml: <key path> …``.
     """
     schema = yaml.safe_load(Path(schema_path).read_text())
+    for key, rule in schema["properties"].items():
+        if rule.get("type") == "boolean" and str(config.get(key)).lower() in ("true", "false"):
+            config[key] = str(config[key]).lower() == "true"
     problems = _errors(config, schema, "config.yaml:")
     defs = schema["$defs"]
     experiments = config.get("experiments") if isinstance(config, dict) else None
@@ -164,14 +171,14 @@ def _network_errors(exp: dict, where: str) -> list[str]:
         problems.append(f"{where}: model.arch gpt goes with data.dataset shakespeare_char, and only it")
     if arch == "mlp" and len(model.get("init_scales", [])) != len(model.get("widths", [])):
         problems.append(f"{where}.model.init_scales needs one scale per hidden layer ({len(model.get('widths', []))})")
-    for name in ("lr", "epochs"):
-        if isinstance(train.get(name), list):
-            follows = train.get("lr_follows")
+    for block, name in FOLLOWING:
+        if isinstance(exp[block].get(name), list):
+            follows, n = train.get("lr_follows"), len(exp[block][name])
             if follows not in sweep:
-                problems.append(f"{where}.train.{name} is a list, so train.lr_follows must name a sweep key "
+                problems.append(f"{where}.{block}.{name} is a list, so train.lr_follows must name a sweep key "
                                 f"{sorted(sweep)}")
-            elif len(train[name]) != len(sweep[follows]):
-                problems.append(f"{where}.train.{name} has {len(train[name])} values for {len(sweep[follows])} "
+            elif n != len(sweep[follows]):
+                problems.append(f"{where}.{block}.{name} has {n} values for {len(sweep[follows])} "
                                 f"values of sweep.{follows}")
     if "slo" in sweep.get("optimizer", [train["optimizer"]]) and "slo" not in train:
         problems.append(f"{where}.train.slo is required when optimizer slo is used")
@@ -226,11 +233,11 @@ def runs(config: dict, name: str) -> dict[str, dict]:
             spec["model"]["init_scales"][0] = point["init_scale"]
         if "optimizer" in point:
             spec["train"]["optimizer"] = point["optimizer"]
-        for name in ("lr", "epochs"):  # list-valued: one value per value of the sweep key lr_follows
-            value = spec["train"].get(name)
+        for block, name in FOLLOWING:  # list-valued: one value per value of the sweep key lr_follows
+            value = spec[block].get(name)
             if isinstance(value, list):
                 follows = spec["train"]["lr_follows"]
-                spec["train"][name] = value[sweep[follows].index(point[follows])]
+                spec[block][name] = value[sweep[follows].index(point[follows])]
         table[key(point)] = spec
     return table
 

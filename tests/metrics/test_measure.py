@@ -75,3 +75,21 @@ def test_combine_runs_puts_sweep_points_on_named_dimensions(tmp_path):
     assert store.uc_nfc.dims[:2] == ("spectrum", "init_scale")
     assert list(store.spectrum.values) == ["isotropic"]
     assert sorted(store.init_scale.values) == [0.1, 1.0]
+
+
+def test_combine_runs_of_different_lengths_pads_only_time_axes(tmp_path):
+    """A sweep whose runs train for different numbers of steps (MNIST's 50 epochs against 150) gets one
+    step axis, NaN past a run's end, and stays one entry per sweep point (no spurious concatenation)."""
+    parts = {}
+    for steps in (5, 10):
+        spec = copy.deepcopy(SPEC)
+        spec["train"].update(steps=steps, measure_every=5)
+        data = make_dataset(spec["data"])
+        ds = measure_run(train(spec, data, tmp_path / f"{steps}.pt", tmp_path / "c.ckpt"), data, spec)
+        parts[str(steps)] = ({"seed": steps}, ds)
+    store = combine_runs(parts)
+    assert store.uc_nfc.dims == ("seed", "step", "layer", "convention")
+    assert list(store.step.values) == [0, 1, 5, 10]
+    assert np.isnan(store.uc_nfc.sel(seed=5, step=10)).all()
+    assert np.isfinite(store.uc_nfc.sel(seed=10, step=10)).all()
+    assert store.loss.dims == ("seed", "iteration") and store.sizes["iteration"] == 11

@@ -21,7 +21,7 @@ def one_of(names):
 # Figures: each figure module names the experiments (stores) it reads.
 FIGURE_NUMBERS = {
     "alignment": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17],
-    "collapse": [1, 3, 4, 5, 6],
+    "collapse": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
     "tangent": [1, 2, 3],
 }
 

@@ -84,8 +84,6 @@ def measure_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
     if family == "attention_nfa":
         return measure_attention_run(record, data, spec)
     if family == "collapse":
-        from featlearn.metrics.collapse_measure import measure_collapse_run
-
         return measure_collapse_run(record, data, spec)
     raise ValueError(f"unknown measure.family {family!r}")
 
@@ -264,6 +262,32 @@ def measure_attention_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
     return ds.merge(run_status(record))
 
 
+def measure_collapse_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
+    """NC1 through each head layer's SVD stages, the NFA of every head layer, the last hidden layer's
+    W/T and B/T (collapse Figs 2, 7–12) and the losses, per snapshot, on the whole training subset;
+    the AGOP on ``measure.n_measure`` class-balanced samples."""
+    from featlearn.metrics.collapse_measure import collapse_run_dataset, measure_collapse
+
+    dim, steps, coord = time_axis(record, spec)
+    tensors = training_tensors(data)
+    labels = data["labels_train"]
+    rows, train_loss, test_loss, blank = [], np.full(len(steps), np.nan), np.full(len(steps), np.nan), None
+    for i, step in enumerate(steps):
+        if step not in record["snapshots"]:
+            rows.append(None)
+            continue
+        model = _model_at(spec, data, record["snapshots"][step])
+        rows.append(measure_collapse(model, tensors["x"], labels, spec["measure"].get("n_measure")))
+        blank = {k: np.full(np.shape(v), np.nan) for k, v in rows[-1].items()}
+        train_loss[i] = evaluate(model, tensors["x"], tensors["y"])
+        test_loss[i] = evaluate(model, tensors["x_test"], tensors["y_test"])
+    ds = collapse_run_dataset([blank if r is None else r for r in rows], coord)
+    ds["train_loss"], ds["test_loss"] = (dim, train_loss), (dim, test_loss)
+    for name in ("train_loss", "test_loss"):
+        ds[name].attrs["long_name"] = LONG_NAMES[name]
+    return ds.merge(run_status(record))
+
+
 def run_status(record: dict) -> xr.Dataset:
     """The loss of every optimizer step and whether (and when) the run diverged."""
     step = float("nan") if record["diverged_step"] is None else float(record["diverged_step"])
@@ -335,11 +359,15 @@ def combine_runs(runs: dict[str, tuple[dict, xr.Dataset]]) -> xr.Dataset:
     ``runs`` maps run id to (sweep point, dataset). ``alpha`` becomes a ``spectrum`` label so
     that the isotropic case (alpha = None) is a selectable coordinate.
     """
-    parts = []
+    parts, sweep = [], set()
     for point, ds in runs.values():
         coords = {("spectrum" if k == "alpha" else k): [spectrum_label(v) if k == "alpha" else v]
                   for k, v in point.items()}
+        sweep |= set(coords)
         parts.append(ds.expand_dims(coords))
+    # Runs of one sweep may differ in length (MNIST trains 50 epochs, the rest 150; datasets differ in
+    # steps per epoch): pad every other axis to the union first, so only the sweep dims are concatenated.
+    parts = xr.align(*parts, join="outer", exclude=sweep)
     return xr.combine_by_coords(parts, combine_attrs="drop_conflicts")
 
 

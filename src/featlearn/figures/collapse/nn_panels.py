@@ -1,0 +1,180 @@
+"""Shared drawing of the collapse paper's neural-network figures: NC1 through the SVD of each head layer (Figs 2, 7–9)
+and NC ratios / NFA / train loss (Figs 10–12) (collapse spec §4).
+
+Stores (one per architecture, from ``metrics.collapse_measure``) have dims (dataset, seed, epoch, layer, stage): nc1;
+(dataset, seed, epoch, layer): nfa_sqrt, nfa_full, phi; (dataset, seed, epoch): w_over_t, b_over_t, train_loss,
+test_loss; (dataset, seed): diverged. Measured variables are NaN at epochs without a measurement (the loss is logged
+every epoch), and a (dataset, seed) that a scale did not run is all NaN.
+
+Curves are the mean over the seeds that ran and did not diverge, with a ±1 sd band when there are ≥ 2 of them, the
+lower edge raised to 0.01 × mean as in the paper (App. C). A diverged seed is drawn on its own, dashed, ending in an ×,
+and named in the row label: it never vanishes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import xarray as xr
+from matplotlib.axes import Axes
+from matplotlib.ticker import NullFormatter
+
+from featlearn.figures.alignment.panels import subplots
+from featlearn.figures.style import apply_style, finish
+
+ORDER = ("mnist", "cifar10", "svhn")
+TITLES = {"mnist": "MNIST", "cifar10": "CIFAR-10", "svhn": "SVHN"}
+LETTERS = {"mnist": "A", "cifar10": "B", "svhn": "C"}  # the paper's rows (Figs 7–12)
+STAGE_STYLE = {  # spec §2.5 / Figs 7–9 captions
+    "input": ("tab:blue", "$\\Phi(X)$"),
+    "right": ("tab:green", "$SV^\\top\\Phi(X)$"),
+    "left": ("tab:red", "ReLU$(USV^\\top\\Phi(X))$"),
+}
+LAYER_COLORS = ("b", "g", "r", "m", "y")  # NFA per layer, as the authors' plots [C]
+NFA_CHANCE = 512 ** -0.5  # ≈ 0.04: correlation of unrelated width-512 matrices (§5)
+BAND_FLOOR = 0.01  # lower band edge ≥ 0.01 × mean (App. C)
+BAND_VARS = ("nc1", "train_loss")  # what decides that a seed ran
+
+
+def seed_groups(run: xr.Dataset) -> tuple[list[int], list[int]]:
+    """(healthy, diverged) seeds of one dataset's runs; seeds with no data at all (not run at this scale) in neither."""
+    ran = [int(s) for s in run.seed.values
+           if any(bool(np.isfinite(run[v].sel(seed=s).values).any()) for v in BAND_VARS if v in run)]
+    diverged = {int(s) for s in run.seed.values if bool(run.diverged.sel(seed=s))}
+    return [s for s in ran if s not in diverged], sorted(diverged)
+
+
+def seeds_label(run: xr.Dataset) -> str:
+    """'3 seeds', '1 seed', plus '· seed 2 diverged' where that happened."""
+    healthy, diverged = seed_groups(run)
+    text = f"{len(healthy)} seed{'s' if len(healthy) != 1 else ''}"
+    if diverged:
+        text += f" · seed {', '.join(map(str, diverged))} diverged"
+    return text
+
+
+def band(ax: Axes, values: xr.DataArray, run: xr.Dataset, color: object, label: str | None) -> None:
+    """Mean ± sd over the healthy seeds of values(seed, epoch) and a dashed line per diverged seed."""
+    healthy, diverged = seed_groups(run)
+    if healthy:
+        kept = values.sel(seed=healthy).dropna("epoch", how="all")
+        mean = kept.mean("seed").values
+        epochs = kept.epoch.values
+        ax.plot(epochs, mean, color=color, label=label, lw=1.2)
+        if len(healthy) > 1:
+            sd = kept.std("seed").values
+            ax.fill_between(epochs, np.maximum(mean - sd, BAND_FLOOR * mean), mean + sd, color=color, alpha=0.2, lw=0)
+    for seed in diverged:
+        own = values.sel(seed=seed).dropna("epoch")
+        if own.size:
+            ax.plot(own.epoch.values, own.values, color=color, ls="--", lw=0.8)
+            ax.plot(own.epoch.values[-1], own.values[-1], marker="x", color=color, ms=5)
+
+
+def final_values(values: xr.DataArray, run: xr.Dataset) -> np.ndarray:
+    """The healthy seeds' values at their last measured epoch, flattened over any other dims, finite only."""
+    healthy, _ = seed_groups(run)
+    if not healthy:
+        return np.array([])
+    kept = values.sel(seed=healthy).dropna("epoch", how="all")
+    last = kept.isel(epoch=-1).values.ravel() if kept.sizes["epoch"] else np.array([])
+    return last[np.isfinite(last)]
+
+
+def mean_sd(values: np.ndarray) -> str:
+    """'0.74 ± 0.13' (or '0.74' for one value, '–' for none)."""
+    if values.size == 0:
+        return "–"
+    return f"{values.mean():.2f}" + (f" ± {values.std():.2f}" if values.size > 1 else "")
+
+
+def log_y(ax: Axes) -> None:
+    """Log y with labelled decades only: minor-tick mathtext labels made each figure take ~20 s to save."""
+    ax.set_yscale("log")
+    ax.yaxis.set_minor_formatter(NullFormatter())
+
+
+def _no_data(ax: Axes, run: xr.Dataset) -> bool:
+    healthy, diverged = seed_groups(run)
+    if healthy or diverged:
+        return False
+    ax.text(0.5, 0.5, "not run at this scale", ha="center", va="center", transform=ax.transAxes, fontsize=7)
+    return True
+
+
+def _rows(ds: xr.Dataset) -> list[str]:
+    return [d for d in ORDER if d in ds.dataset.values]
+
+
+def svd_figure(rows: list[tuple[str, xr.Dataset, str]], out: Path, title: str) -> None:
+    """One row per (label, store, dataset), one column per head layer: NC1 of h^l (blue), S Vᵀh^l (green) and
+    ReLU(W_l h^l) (red) against epoch, log y, rows sharing y; each panel names φ_l at the last epoch (claim: > 0.5)."""
+    apply_style()
+    layers = rows[0][1].layer.values
+    fig, axes = subplots(len(rows), len(layers), 1.75 * len(layers) + 0.4, 1.9 * len(rows) + 0.9)
+    for r, (label, ds, dataset) in enumerate(rows):
+        run = ds.sel(dataset=dataset)
+        for c, layer in enumerate(layers):
+            ax = axes[r, c]
+            if c:
+                ax.sharey(axes[r, 0])
+                ax.tick_params(labelleft=False)
+            ax.set_title(f"Layer {int(layer)}")
+            if _no_data(ax, run):
+                continue
+            at = run.sel(layer=layer)
+            for stage, (color, name) in STAGE_STYLE.items():
+                band(ax, at.nc1.sel(stage=stage), run, color, name if (r, c) == (0, 0) else None)
+            log_y(ax)
+            ax.text(0.97, 0.97, f"φ = {mean_sd(final_values(at.phi, run))}", transform=ax.transAxes, ha="right",
+                    va="top", fontsize=6.5)
+            if r == len(rows) - 1:
+                ax.set_xlabel("epoch")
+        axes[r, 0].set_ylabel(f"{label} {TITLES[dataset]}\n{seeds_label(run)}\nNC1 = tr$\\Sigma_W$/tr$\\Sigma_B$")
+    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="upper right", ncol=3, frameon=False, fontsize=7)
+    fig.suptitle(f"{title}: NC1 of each layer's input, after $SV^\\top$ and after the layer · mean ± sd over seeds "
+                 "(lower edge ≥ 0.01 × mean) · φ: share of the log-NC1 drop made by $SV^\\top$, last epoch",
+                 fontsize=8, x=0.01, ha="left")
+    finish(fig, out, list({id(ds): ds for _, ds, _ in rows}.values()))
+
+
+def svd_rows(ds: xr.Dataset) -> list[tuple[str, xr.Dataset, str]]:
+    """The paper's rows of Figs 7–9: (A) MNIST, (B) CIFAR-10, (C) SVHN, those the store holds."""
+    return [(f"({LETTERS[d]})", ds, d) for d in _rows(ds)]
+
+
+def nfa_figure(ds: xr.Dataset, out: Path, title: str) -> None:
+    """Rows: datasets; columns: tr Σ_W/tr Σ_T (green) and tr Σ_B/tr Σ_T (blue) of h⁶, log y; the NFA
+    ρ(W_lᵀW_l, AGOP_l^{1/2}) per layer (b, g, r, m, y) with the final mean ± sd over layers × seeds (paper: MNIST MLP
+    0.74 ± 0.13, ResNet CIFAR-10 0.74 ± 0.17) and the chance level; the train loss, log y (Figs 10–12)."""
+    apply_style()
+    rows = _rows(ds)
+    fig, axes = subplots(len(rows), 3, 9.0, 2.0 * len(rows) + 0.9)
+    for r, dataset in enumerate(rows):
+        run = ds.sel(dataset=dataset)
+        ratio, nfa_ax, loss = axes[r]
+        ratio.set_ylabel(f"({LETTERS[dataset]}) {TITLES[dataset]}\n{seeds_label(run)}")
+        if _no_data(ratio, run):
+            continue
+        band(ratio, run.w_over_t, run, "tab:green", "tr$\\Sigma_W$/tr$\\Sigma_T$")
+        band(ratio, run.b_over_t, run, "tab:blue", "tr$\\Sigma_B$/tr$\\Sigma_T$")
+        log_y(ratio)
+        ratio.set_title("NC ratios of $h^6$ (readout input)")
+        for layer, color in zip(run.layer.values, LAYER_COLORS):
+            band(nfa_ax, run.nfa_sqrt.sel(layer=layer), run, color, f"layer {int(layer)}")
+        nfa_ax.axhline(NFA_CHANCE, color="0.5", ls=":", lw=0.8, label="chance ≈ 0.04")
+        nfa_ax.set_ylim(min(0.0, float(run.nfa_sqrt.min())), 1.0)
+        nfa_ax.set_yticks(np.linspace(0, 1, 11))
+        nfa_ax.set_title(f"NFA ρ($W^\\top W$, AGOP$^{{1/2}}$) · final {mean_sd(final_values(run.nfa_sqrt, run))}")
+        band(loss, run.train_loss, run, "k", None)
+        log_y(loss)
+        loss.set_title("train loss (MSE, epoch mean)")
+        if r == 0:
+            ratio.legend(fontsize=6.5, frameon=False)
+            nfa_ax.legend(fontsize=6, frameon=False, ncol=2)
+    for ax in axes[-1]:
+        ax.set_xlabel("epoch")
+    fig.suptitle(f"{title}: neural collapse, NFA and train loss · mean ± sd over seeds (lower edge ≥ 0.01 × mean)",
+                 fontsize=8, x=0.01, ha="left")
+    finish(fig, out, ds)

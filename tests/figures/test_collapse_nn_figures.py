@@ -1,0 +1,94 @@
+import importlib
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import xarray as xr
+
+from featlearn.figures.collapse import nn_panels
+
+FIGURES = (2, 7, 8, 9, 10, 11, 12)
+EPOCHS = np.arange(0, 21)  # loss every epoch, measurements every 5
+
+
+def _store(datasets=("mnist", "cifar10", "svhn"), seed_missing="svhn", diverged=("cifar10", 2), not_run=None):
+    """A combined store with the pipeline's schema: ``seed_missing`` ran seed 0 only, ``diverged`` = (dataset, seed)
+    turns NaN after epoch 12, ``not_run`` has no data at all."""
+    rng = np.random.default_rng(0)
+    d, s, e = len(datasets), 3, len(EPOCHS)
+    decay = np.exp(-EPOCHS / 8.0)
+    measured = (EPOCHS % 5 == 0)[None, None, :]
+    nc1 = (rng.uniform(0.5, 2, (d, s, 1, 5, 3)) * (0.05 + decay)[None, None, :, None, None])
+    nc1[..., 1] *= 0.5
+    nfa = 0.8 - 0.5 * decay[None, None, :, None] + rng.normal(0, 0.05, (d, s, e, 5))
+    nfa = np.where(measured[..., None], np.clip(nfa, -0.1, 1), np.nan)
+    w = np.where(measured, 0.9 * decay + 0.01, np.nan) * np.ones((d, s, 1))
+    loss = (0.02 + decay) * rng.uniform(0.9, 1.1, (d, s, e))
+    ds = xr.Dataset(
+        {"nc1": (("dataset", "seed", "epoch", "layer", "stage"), np.where(measured[..., None, None], nc1, np.nan)),
+         "nfa_sqrt": (("dataset", "seed", "epoch", "layer"), nfa),
+         "nfa_full": (("dataset", "seed", "epoch", "layer"), nfa ** 2),
+         "phi": (("dataset", "seed", "epoch", "layer"), np.where(measured[..., None], 0.7 + nfa * 0, np.nan)),
+         "w_over_t": (("dataset", "seed", "epoch"), w), "b_over_t": (("dataset", "seed", "epoch"), 1 - w),
+         "train_loss": (("dataset", "seed", "epoch"), loss), "test_loss": (("dataset", "seed", "epoch"), 1.2 * loss),
+         "diverged": (("dataset", "seed"), np.zeros((d, s), dtype=bool))},
+        coords={"dataset": list(datasets), "seed": [0, 1, 2], "epoch": EPOCHS, "layer": [1, 2, 3, 4, 5],
+                "stage": ["input", "right", "left"]},
+        attrs={"scale": "smoke", "data_source": "MNIST (real); CIFAR-10 stand-in", "git_commit": "0123456789"},
+    )
+    data_vars = [v for v in ds.data_vars if v != "diverged"]
+    if seed_missing in datasets:
+        for v in data_vars:
+            ds[v].loc[{"dataset": seed_missing, "seed": [1, 2]}] = np.nan
+    if diverged[0] in datasets:
+        for v in data_vars:
+            ds[v].loc[{"dataset": diverged[0], "seed": diverged[1], "epoch": EPOCHS[EPOCHS > 12]}] = np.nan
+        ds["diverged"].loc[{"dataset": diverged[0], "seed": diverged[1]}] = True
+    if not_run in datasets:
+        for v in data_vars:
+            ds[v].loc[{"dataset": not_run}] = np.nan
+    return ds
+
+
+STORES = {
+    "collapse_mlp": _store(),
+    "collapse_resnet": _store(not_run="mnist"),
+    "collapse_vgg": _store(datasets=("mnist", "cifar10")),  # a scale that skipped SVHN: the row is left out
+}
+
+
+@pytest.mark.parametrize("number", FIGURES)
+def test_figure_renders(number, tmp_path):
+    module = importlib.import_module(f"featlearn.figures.collapse.fig{number}")
+    out = tmp_path / f"fig{number}.pdf"
+    module.render({name: STORES[name] for name in module.EXPERIMENTS}, out)
+    assert out.stat().st_size > 5000
+
+
+def test_seed_groups_keep_the_diverged_run_and_skip_missing_seeds():
+    ds = STORES["collapse_mlp"]
+    assert nn_panels.seed_groups(ds.sel(dataset="cifar10")) == ([0, 1], [2])
+    assert nn_panels.seed_groups(ds.sel(dataset="svhn")) == ([0], [])
+    assert nn_panels.seeds_label(ds.sel(dataset="cifar10")) == "2 seeds · seed 2 diverged"
+    assert nn_panels.seed_groups(STORES["collapse_resnet"].sel(dataset="mnist")) == ([], [])
+
+
+def test_band_draws_the_diverged_seed_and_floors_the_lower_edge():
+    run = STORES["collapse_mlp"].sel(dataset="cifar10")
+    values = run.train_loss.copy()
+    values.loc[{"seed": 1}] = -0.5 * values.sel(seed=0)  # sd > mean: the lower edge must stop at 0.01 × mean
+    fig, ax = plt.subplots()
+    nn_panels.band(ax, values, run, "k", "loss")
+    mean = values.sel(seed=[0, 1]).mean("seed").values
+    lower = ax.collections[0].get_paths()[0].vertices[:, 1].min()
+    assert lower == pytest.approx(0.01 * mean.min())
+    diverged_line = ax.lines[1]
+    assert diverged_line.get_linestyle() == "--" and diverged_line.get_xdata()[-1] == 12
+    plt.close(fig)
+
+
+def test_final_values_use_the_last_measured_epoch_of_healthy_seeds():
+    run = STORES["collapse_mlp"].sel(dataset="cifar10")
+    final = nn_panels.final_values(run.nfa_sqrt, run)
+    np.testing.assert_array_equal(final, run.nfa_sqrt.sel(seed=[0, 1], epoch=20).values.ravel())
+    assert nn_panels.mean_sd(np.array([0.6, 0.8])) == "0.70 ± 0.10"
