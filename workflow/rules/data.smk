@@ -12,6 +12,8 @@ rule synthetic_data:
         key=one_of(SYNTHETIC_DATA),
     log:
         "results/logs/data/{key}.log",
+    benchmark:
+        "results/benchmarks/data/{key}.tsv",
     resources:
         runtime=RUNTIME_MIN,
         mem_mb=MEM_MB,
@@ -32,6 +34,8 @@ rule real_data:
         key=one_of(REAL_DATA),
     log:
         "results/logs/data/{key}.log",
+    benchmark:
+        "results/benchmarks/data/{key}.tsv",
     resources:
         runtime=RUNTIME_MIN,
         mem_mb=MEM_MB,

@@ -14,6 +14,8 @@ rule figure:
         n=r"\d+",
     log:
         "results/logs/figures/{paper}/fig{n}.log",
+    benchmark:
+        "results/benchmarks/figures/{paper}/fig{n}.tsv",
     script:
         "../scripts/render.py"
 

@@ -14,6 +14,8 @@ rule measure_run:
         experiment=one_of(TRAINING),
     log:
         "results/logs/measure/{experiment}/{run}.log",
+    benchmark:
+        "results/benchmarks/measure/{experiment}/{run}.tsv",
     threads: config.get("threads", 1)
     resources:
         runtime=RUNTIME_MIN,
@@ -35,6 +37,8 @@ rule combine_runs:
         experiment=one_of(TRAINING),
     log:
         "results/logs/combine/{experiment}.log",
+    benchmark:
+        "results/benchmarks/combine/{experiment}.tsv",
     script:
         "../scripts/combine.py"
 
@@ -52,6 +56,8 @@ rule build_store:
         experiment=one_of(n for n in EXPERIMENTS if n not in TRAINING),
     log:
         "results/logs/stores/{experiment}.log",
+    benchmark:
+        "results/benchmarks/stores/{experiment}.tsv",
     threads: config.get("threads", 1)
     resources:
         runtime=RUNTIME_MIN,

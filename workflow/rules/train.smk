@@ -14,6 +14,8 @@ rule train:
         experiment=one_of(TRAINING),
     log:
         "results/logs/train/{experiment}/{run}.log",
+    benchmark:
+        "results/benchmarks/train/{experiment}/{run}.tsv",
     threads: config.get("threads", 1)
     resources:
         runtime=RUNTIME_MIN,
