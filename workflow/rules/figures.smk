@@ -3,7 +3,7 @@
 
 rule figure:
     output:
-        "figures/{paper}/fig{n}.pdf",
+        report("figures/{paper}/fig{n}.pdf", caption="../report/figure.rst", category="{paper}"),
     input:
         stores=lambda w: [store_path(e) for e in figure_stores(w.paper, w.n)],
         code=lambda w: figure_sources(w.paper, w.n),

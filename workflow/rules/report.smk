@@ -38,6 +38,8 @@ rule claims:
         paper="|".join(PAPERS),
     log:
         "results/logs/claims/{paper}.log",
+    benchmark:
+        "results/benchmarks/claims/{paper}.tsv",
     script:
         "../scripts/claims.py"
 
@@ -51,6 +53,8 @@ rule claims_table:
         code=sources("claims/core.py", "claims/report.py"),
     log:
         "results/logs/claims/table.log",
+    benchmark:
+        "results/benchmarks/claims/table.tsv",
     script:
         "../scripts/claims_table.py"
 
@@ -68,5 +72,7 @@ rule readme_claims:
         readme_scale=README_SCALE,
     log:
         "results/logs/claims/readme.log",
+    benchmark:
+        "results/benchmarks/claims/readme.tsv",
     script:
         "../scripts/readme_claims.py"

@@ -1,0 +1,481 @@
+"""Claims of "Feature learning as alignment" (spec alignment.md §4), one check function per claim.
+
+Correlations are the paper's ρ, the ``cosine`` convention, except Figs 2, 13 and 16 (the authors' Pearson).
+Thresholds that the paper does not give are ours and stated in each claim's criterion.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+
+from featlearn.claims.core import (
+    Claim,
+    NotMeasured,
+    Outcome,
+    StoreCheck,
+    convention,
+    final,
+    first,
+    fmt,
+    mean_sd,
+    scalar,
+    seed_mean,
+    slash,
+    time_dim,
+    values,
+)
+
+# The stores these claims read; workflow/rules/report.smk reads this literal without importing the module.
+STORES = ("chain_fig1", "real_mlp", "vgg_cifar", "gpt_shakespeare", "reversing", "slo_sweep", "init_sweep",
+          "first_order", "adaptive_slo", "celeba_glasses", "svhn_slo")
+
+COSINE, PEARSON = "cosine", "pearson"
+
+
+def _final_seed_mean(da: xr.DataArray) -> xr.DataArray:
+    """Mean over the seeds that ran of each run's value at the end of its training."""
+    return seed_mean(final(da, time_dim(da)))
+
+
+def _early_index(da: xr.DataArray) -> int:
+    """The first measurement after step 1 ("early" in training: step 10 of 800 at quick scale)."""
+    return min(2, da.sizes[time_dim(da)] - 1)
+
+
+def _monotone(v: np.ndarray, tol: float) -> bool:
+    """True if v never decreases by more than tol from one entry to the next."""
+    return bool(np.all(np.diff(v) >= -tol))
+
+
+# ---- Fig 1: chain monomial, F vs Ḡ vs the corrupted AGOP ----
+
+def _fig1_final(ds: xr.Dataset, var: str) -> xr.DataArray:
+    return final(convention(ds[var], COSINE).sel(layer=1), "step")
+
+
+def fig1_rho_nfm_agop(ds: xr.Dataset) -> Outcome:
+    v = values(_fig1_final(ds, "uc_nfc"), "ρ(F, Ḡ)")
+    return Outcome(abs(v.mean() - 0.93) <= 0.1, mean_sd(v), float(v.mean()))
+
+
+def fig1_corrupted_lower(ds: xr.Dataset) -> Outcome:
+    rho = values(_fig1_final(ds, "uc_nfc"), "ρ(F, Ḡ)").mean()
+    corrupted = values(ds.rho_nfm_corrupted, "ρ(F, WᵀQW)")
+    return Outcome(corrupted.mean() <= rho - 0.1, f"{mean_sd(corrupted)} (vs ρ(F, Ḡ) {fmt(rho)})",
+                   float(corrupted.mean()))
+
+
+def fig1_k_dispersion(ds: xr.Dataset) -> Outcome:
+    v = values(final(ds.k_dispersion.sel(layer=1), "step"), "eig std/mean of K⁽⁰⁾")
+    return Outcome(abs(v.mean() / 5.9 - 1) <= 0.3, mean_sd(v), float(v.mean()))
+
+
+def fig1_egop_structure(ds: xr.Dataset) -> Outcome:
+    f = values(final(ds.rho_nfm_egop, "step"), "ρ(F, EGOP)")
+    g = values(final(ds.rho_agop_egop, "step"), "ρ(Ḡ, EGOP)")
+    return Outcome(min(f.mean(), g.mean()) >= 0.8, f"ρ(F, EGOP) {mean_sd(f)}, ρ(Ḡ, EGOP) {mean_sd(g)}",
+                   float(min(f.mean(), g.mean())))
+
+
+# ---- Figs 2, 13, 14, 15: real data, MLP / VGG / GPT (Pearson) ----
+
+def c_above_uc(ds: xr.Dataset) -> Outcome:
+    """Share of (time, layer, dataset, ...) points where the seed-mean C-NFC ≥ UC-NFC."""
+    c, uc = (seed_mean(convention(ds[v], PEARSON)) for v in ("c_nfc", "uc_nfc"))
+    measured = (c.notnull() & uc.notnull()).values  # epochs past a shorter run's end are NaN padding
+    if not measured.any():
+        raise NotMeasured("C-NFC, UC-NFC: no finite value in the store")
+    above = c.values[measured] >= uc.values[measured]
+    share = float(above.mean())
+    return Outcome(share >= 0.9, f"C ≥ UC at {100 * share:.0f}% of {above.size} points", share)
+
+
+def c_high_early(ds: xr.Dataset) -> Outcome:
+    """Seed-mean C-NFC at the first measurement where it exists, averaged over layers (and datasets)."""
+    c = seed_mean(convention(ds.c_nfc, PEARSON))
+    v = values(first(c, time_dim(c)), "C-NFC at the first measurement")
+    return Outcome(v.mean() >= 0.8, f"mean {fmt(v.mean())}, min {fmt(v.min())}", float(v.mean()))
+
+
+def _gap(ds: xr.Dataset) -> xr.DataArray:
+    gap = convention(ds.c_nfc, PEARSON) - convention(ds.uc_nfc, PEARSON)
+    return seed_mean(gap)
+
+
+def gap_early_and_deep(depth: str) -> StoreCheck:
+    """The C − UC gap is larger early than late, and larger in the deepest layer (block) than the first."""
+
+    def check(ds: xr.Dataset) -> Outcome:
+        gap = _gap(ds)
+        t = time_dim(gap)
+        early = values(first(gap, t), "early C − UC").mean()
+        late = values(final(gap, t), "late C − UC").mean()
+        over_time = gap.mean(t)
+        shallow = values(over_time.isel({depth: 0}), "first-layer gap").mean()
+        deepest = values(over_time.isel({depth: -1}), "deepest-layer gap").mean()
+        return Outcome(early > late and deepest > shallow,
+                       f"gap early {fmt(early)} vs late {fmt(late)}; "
+                       f"{depth} first {fmt(shallow)} vs last {fmt(deepest)}",
+                       float(early - late))
+
+    return check
+
+
+def uc_rises_toward_c(ds: xr.Dataset) -> Outcome:
+    """Share of (dataset, layer) curves whose final C − UC gap is below the initial one."""
+    gap = _gap(ds)
+    t = time_dim(gap)
+    shrinks = values(final(gap, t), "final gap") < values(first(gap, t), "initial gap")
+    share = float(shrinks.mean())
+    return Outcome(share >= 0.5, f"gap shrinks in {int(shrinks.sum())} of {shrinks.size} (dataset, layer) curves",
+                   share)
+
+
+def weights_move(ds: xr.Dataset) -> Outcome:
+    """Final seed-mean ‖W − W₀‖/‖W‖, smallest over layers (and datasets, blocks, projections)."""
+    v = values(_final_seed_mean(ds.dw_rel), "‖ΔW‖/‖W‖")
+    return Outcome(v.min() >= 0.1, f"min {fmt(v.min())}, max {fmt(v.max())} over {v.size} layers", float(v.min()))
+
+
+# ---- Fig 3: free-probability prediction vs observation on the alignment-reversing data ----
+
+def fig3_prediction_tracks(ds: xr.Dataset) -> Outcome:
+    pred, obs = values(ds.rho_predicted, "ρ_pred"), values(ds.rho_observed, "ρ_2nd")
+    per_seed = float(np.abs(pred - obs).max())
+    on_mean = float(np.abs(pred.mean(axis=-1) - obs.mean(axis=-1)).max())
+    return Outcome(per_seed <= 0.05, f"max |pred − obs| {fmt(per_seed)} per seed, {fmt(on_mean)} on the mean",
+                   per_seed)
+
+
+def fig3_reversal(ds: xr.Dataset) -> Outcome:
+    obs = ds.rho_observed.mean("data_seed", skipna=False).sortby("gamma")
+    v = values(obs, "ρ_2nd seed mean")
+    return Outcome(v[0] <= 0.9 and v[-1] - v[0] >= 0.1,
+                   f"ρ_2nd {fmt(v[0])} at γ = {float(obs.gamma[0]):g}, {fmt(v[-1])} at γ = {float(obs.gamma[-1]):g}",
+                   float(v[0]))
+
+
+# ---- Figs 4, 11: SLO vs GD across the first layer's init scale s₀ ----
+
+def _by_s0(ds: xr.Dataset, var: str, optimizer: str, layer: int | None = 1) -> tuple[np.ndarray, np.ndarray]:
+    """(s₀ largest first, the final seed-mean value of var for each)."""
+    da = convention(ds[var], COSINE).sel(optimizer=optimizer)
+    if layer is not None and "layer" in da.dims:
+        da = da.sel(layer=layer)
+    da = _final_seed_mean(da).sortby("init_scale", ascending=False)
+    return da.init_scale.values, values(da, f"{var} ({optimizer})")
+
+
+def _series(s0: np.ndarray, v: np.ndarray) -> str:
+    return slash(v) + f" at s₀ = {' / '.join(f'{s:g}' for s in s0)}"
+
+
+def grows_as_s0_shrinks(var: str) -> StoreCheck:
+    def check(ds: xr.Dataset) -> Outcome:
+        s0, v = _by_s0(ds, var, "gd")
+        return Outcome(_monotone(v, 0.02) and v[-1] > v[0], _series(s0, v), float(v[-1] - v[0]))
+
+    return check
+
+
+def fig4_slo_rc_one(ds: xr.Dataset) -> Outcome:
+    s0, v = _by_s0(ds, "ratio_c_uc", "slo")
+    return Outcome(v.min() >= 0.9, _series(s0, v), float(v.min()))
+
+
+def fig4_slo_nfc_one(ds: xr.Dataset) -> Outcome:
+    _, uc = _by_s0(ds, "uc_nfc", "slo")
+    _, c = _by_s0(ds, "c_nfc", "slo")
+    low = float(min(uc.min(), c.min()))
+    return Outcome(low >= 0.95, f"UC {fmt(uc.min())}–{fmt(uc.max())}, C {fmt(c.min())}–{fmt(c.max())} over s₀", low)
+
+
+def fig4_slo_invariant(ds: xr.Dataset) -> Outcome:
+    s0, uc = _by_s0(ds, "uc_nfc", "slo")
+    spread = float(uc.max() - uc.min())
+    return Outcome(spread <= 0.1, f"UC {_series(s0, uc)}; spread {fmt(spread)}", spread)
+
+
+def fig11_f_loses_faster(ds: xr.Dataset) -> Outcome:
+    s0, f = _by_s0(ds, "rho_nfm_egop", "gd", None)
+    _, g = _by_s0(ds, "rho_agop_egop", "gd", None)
+    drop_f, drop_g = float(f[-1] - f[0]), float(g[-1] - g[0])
+    return Outcome(drop_f > drop_g and f[0] < g[0],
+                   f"ρ(F, EGOP) {_series(s0, f)}; ρ(Ḡ, EGOP) {slash(g)}", drop_f - drop_g)
+
+
+def fig11_small_init_egop(ds: xr.Dataset) -> Outcome:
+    _, f = _by_s0(ds, "rho_nfm_egop", "gd", None)
+    _, g = _by_s0(ds, "rho_agop_egop", "gd", None)
+    low = float(min(f[-1], g[-1]))
+    return Outcome(low >= 0.8, f"ρ(F, EGOP) {fmt(f[-1])}, ρ(Ḡ, EGOP) {fmt(g[-1])} at the smallest s₀", low)
+
+
+def fig11_slo_invariant(ds: xr.Dataset) -> Outcome:
+    s0, f = _by_s0(ds, "rho_nfm_egop", "slo", None)
+    return Outcome(f.min() >= 0.7 and f.max() - f.min() <= 0.1, f"ρ(F, EGOP) {_series(s0, f)}", float(f.min()))
+
+
+# ---- Figs 5, 6, 8–10: the init-scale sweep over three input spectra ----
+
+def fig5_rdc_small_early(ds: xr.Dataset) -> Outcome:
+    r = ds.ratio_dc_c.sel(spectrum="isotropic").sel(init_scale=ds.init_scale[ds.init_scale >= 0.1])
+    early = seed_mean(r.isel(step=_early_index(r)))
+    v = values(early, "R_DC early")
+    return Outcome(v.max() <= 0.1, f"R_DC at step {int(r.step[_early_index(r)])}: {fmt(v.min())}–{fmt(v.max())} "
+                                   "(s₀ ≥ 0.1, all layers)", float(v.max()))
+
+
+def fig5_rdc_grows(ds: xr.Dataset) -> Outcome:
+    r = seed_mean(ds.ratio_dc_c.sel(spectrum="isotropic"))
+    early, late = values(r.isel(step=_early_index(r)), "R_DC early"), values(final(r, "step"), "R_DC final")
+    return Outcome(bool(np.all(late > early)) and late.min() >= 0.3,
+                   f"final R_DC {fmt(late.min())}–{fmt(late.max())}, above its early value in "
+                   f"{int((late > early).sum())} of {late.size} curves", float(late.min()))
+
+
+def fig6_ptkc_decreases(ds: xr.Dataset) -> Outcome:
+    spectra = [s for s in ("isotropic", "1/(1+k^2)") if s in ds.spectrum.values]
+    if not spectra:
+        raise NotMeasured("init_sweep has neither spectrum of Fig 6")
+    p = seed_mean(convention(ds.ptkc_nfc, COSINE).sel(spectrum=spectra))
+    start = values(p.isel(step=min(1, p.sizes["step"] - 1)), "PTK-centered NFC at step 1")
+    end = values(final(p, "step"), "PTK-centered NFC final")
+    share = float((end < start).mean())
+    return Outcome(share >= 0.75, f"falls in {int((end < start).sum())} of {end.size} curves "
+                                  f"({fmt(start.mean())} → {fmt(end.mean())} on average)", share)
+
+
+def _spectrum(ds: xr.Dataset, spectrum: str) -> xr.Dataset:
+    if spectrum not in ds.spectrum.values:
+        present = ", ".join(map(str, ds.spectrum.values))
+        raise NotMeasured(f"spectrum {spectrum} is not in this scale's sweep ({present})")
+    return ds.sel(spectrum=spectrum)
+
+
+def c_high_early_sweep(spectrum: str) -> StoreCheck:
+    def check(ds: xr.Dataset) -> Outcome:
+        c = seed_mean(convention(_spectrum(ds, spectrum).c_nfc, COSINE))
+        v = values(c.isel(step=_early_index(c)), "early C-NFC")
+        return Outcome(v.min() >= 0.75, f"{fmt(v.min())}–{fmt(v.max())} at step {int(c.step[_early_index(c)])} "
+                                        "(every s₀, layer)", float(v.min()))
+
+    return check
+
+
+def c_more_robust(spectrum: str) -> StoreCheck:
+    """Range over s₀ of the final seed-mean NFC, C against UC, per layer."""
+
+    def check(ds: xr.Dataset) -> Outcome:
+        run = _spectrum(ds, spectrum)
+        c, uc = (_final_seed_mean(convention(run[v], COSINE)) for v in ("c_nfc", "uc_nfc"))
+        c_range = values(c.max("init_scale") - c.min("init_scale"), "C range")
+        uc_range = values(uc.max("init_scale") - uc.min("init_scale"), "UC range")
+        return Outcome(bool(np.all(c_range < uc_range)),
+                       f"range over s₀: C {slash(c_range)}, UC {slash(uc_range)} "
+                       "(per layer)", float(c_range.max()))
+
+    return check
+
+
+def uc_rises(spectrum: str) -> StoreCheck:
+    def check(ds: xr.Dataset) -> Outcome:
+        uc = seed_mean(convention(_spectrum(ds, spectrum).uc_nfc, COSINE))
+        start, end = values(uc.isel(step=0), "UC-NFC at init"), values(final(uc, "step"), "UC-NFC final")
+        rises = end > start
+        flat = uc.isel(step=0).stack(curve=("init_scale", "layer")).curve.values[~rises.ravel()]
+        exceptions = "; not at " + ", ".join(f"s₀ = {s:g} layer {int(layer)}" for s, layer in flat) if flat.size else ""
+        return Outcome(rises.mean() >= 0.75, f"rises in {int(rises.sum())} of {rises.size} (s₀, layer) curves, "
+                                             f"{fmt(start.mean())} → {fmt(end.mean())} on average{exceptions}",
+                       float(rises.mean()))
+
+    return check
+
+
+def small_s0_better(spectrum: str) -> StoreCheck:
+    def check(ds: xr.Dataset) -> Outcome:
+        run = _spectrum(ds, spectrum).sortby("init_scale", ascending=False)
+        uc = values(_final_seed_mean(convention(run.uc_nfc, COSINE).sel(layer=1)), "final UC-NFC")
+        loss = values(_final_seed_mean(run.test_loss), "final test loss")
+        s0 = run.init_scale.values
+        return Outcome(uc[-1] > uc[0] and loss[-1] < loss[0],
+                       f"UC {_series(s0, uc)}; test loss {slash(loss)}", float(loss[-1] - loss[0]))
+
+    return check
+
+
+# ---- Fig 7: observed vs first-order prediction across the data decay α ----
+
+def _has_dip(v: np.ndarray) -> bool:
+    return v.size >= 3 and v[1:-1].min() < min(v[0], v[-1]) - 0.01
+
+
+def fig7_dip(ds: xr.Dataset) -> Outcome:
+    obs = ds.rho_observed.mean("net", skipna=False)
+    curves = [(obs, "observed"), (ds.rho_predicted, "predicted")]
+    dips = [_has_dip(values(da.sel(activation=a, task=t, width=w).sortby("alpha"), name))
+            for da, name in curves for a in ds.activation.values for t in ds.task.values for w in ds.width.values]
+    share = float(np.mean(dips))
+    return Outcome(share >= 0.75, f"interior dip in {sum(dips)} of {len(dips)} curves", share)
+
+
+def fig7_quadratic_width(ds: xr.Dataset) -> Outcome:
+    if "quadratic" not in ds.activation.values:
+        raise NotMeasured("no quadratic activation in this store")
+    q = ds.sel(activation="quadratic")
+    gap = np.abs(q.rho_predicted - q.rho_observed.mean("net", skipna=False)).mean("alpha")
+    narrow = values(gap.sel(width=q.width.min()), "gap at the smallest width")
+    wide = values(gap.sel(width=q.width.max()), "gap at the largest width")
+    return Outcome(bool(np.all(wide < narrow)), f"mean |pred − obs| k = {int(q.width.max())}: "
+                   f"{slash(wide)} vs k = {int(q.width.min())}: {slash(narrow)}",
+                   float(wide.max()))
+
+
+def fig7_relu_qualitative(ds: xr.Dataset) -> Outcome:
+    if "relu" not in ds.activation.values:
+        raise NotMeasured("no ReLU activation in this store")
+    r = ds.sel(activation="relu")
+    gap = float(values(np.abs(r.rho_predicted - r.rho_observed.mean("net", skipna=False)), "ReLU gap").max())
+    return Outcome(gap <= 0.2, f"max |pred − obs| {fmt(gap)}", gap)
+
+
+# ---- Fig 12: adaptive SLO in a 3-hidden-layer net ----
+
+def fig12_equalizes_above_gd(ds: xr.Dataset) -> Outcome:
+    uc = _final_seed_mean(convention(ds.uc_nfc, COSINE))
+    slo, gd = values(uc.sel(optimizer="slo_adaptive"), "SLO UC-NFC"), values(uc.sel(optimizer="gd"), "GD UC-NFC")
+    return Outcome(slo.min() > gd.max(), f"SLO {slash(slo)}, GD {slash(gd)} "
+                                         "(per layer)", float(slo.min() - gd.max()))
+
+
+def fig12_test_lower(ds: xr.Dataset) -> Outcome:
+    loss = _final_seed_mean(ds.test_loss)
+    slo = scalar(loss.sel(optimizer="slo_adaptive"), "SLO test loss")
+    gd = scalar(loss.sel(optimizer="gd"), "GD test loss")
+    return Outcome(slo < gd, f"SLO {fmt(slo)} vs GD {fmt(gd)}", slo - gd)
+
+
+# ---- Fig 16: CelebA glasses; Fig 17: SVHN SLO ----
+
+def fig16_diag_high(ds: xr.Dataset) -> Outcome:
+    v = values(convention(ds.rho_diag_agop, PEARSON), "ρ(diag F, diag Ḡ)")
+    return Outcome(v.mean() >= 0.75, mean_sd(v), float(v.mean()))
+
+
+def fig16_corrupted_near_zero(ds: xr.Dataset) -> Outcome:
+    good = values(convention(ds.rho_diag_agop, PEARSON), "ρ(diag F, diag Ḡ)").mean()
+    bad = values(convention(ds.rho_diag_corrupted, PEARSON), "ρ(diag F, diag WᵀQW)")
+    return Outcome(abs(bad.mean()) <= 0.2 and good - bad.mean() >= 0.5, f"{mean_sd(bad)} (vs {fmt(good)})",
+                   float(bad.mean()))
+
+
+def fig17_slo_raises(ds: xr.Dataset) -> Outcome:
+    parts, raised = [], []
+    for var, name in (("uc_nfc", "UC"), ("c_nfc", "C"), ("ratio_c_uc", "R_C")):
+        da = _final_seed_mean(convention(ds[var], COSINE).sel(layer=1))
+        slo, gd = scalar(da.sel(optimizer="slo"), f"SLO {name}"), scalar(da.sel(optimizer="gd"), f"GD {name}")
+        raised.append(slo > gd)
+        parts.append(f"{name} {fmt(gd)} → {fmt(slo)}")
+    return Outcome(all(raised), "; ".join(parts) + " (GD → SLO, layer 1)", float(sum(raised)))
+
+
+SPECTRUM_FIGURES = {"8": "isotropic", "9": "1/(1+k)", "10": "1/(1+k^2)"}
+
+CLAIMS: list[Claim] = [
+    Claim("fig1.rho_nfm_agop", "1", "The trained first-layer NFM F and AGOP Ḡ are highly correlated.", "0.93",
+          "|ρ(F, Ḡ) − 0.93| ≤ 0.1 (mean over seeds, cosine)", ("chain_fig1",), fig1_rho_nfm_agop),
+    Claim("fig1.corrupted_lower", "1", "Replacing K's eigenvectors by random ones (WᵀQW) destroys the alignment.",
+          "0.53", "mean ρ(F, WᵀQW) at least 0.1 below ρ(F, Ḡ)", ("chain_fig1",), fig1_corrupted_lower),
+    Claim("fig1.k_dispersion", "1", "K⁽⁰⁾ is far from the identity: its eigenvalues are widely spread.", "5.9",
+          "eig std/mean within ±30% of 5.9", ("chain_fig1",), fig1_k_dispersion),
+    Claim("fig1.egop_structure", "1", "F and Ḡ both show the chain monomial's 5×5 cyclic EGOP block.", "",
+          "ρ(F, EGOP) and ρ(Ḡ, EGOP) ≥ 0.8", ("chain_fig1",), fig1_egop_structure),
+    Claim("fig2.mlp_c_above_uc", "2A/B, 13", "C-NFC ≥ UC-NFC through training, in every layer and dataset (MLP).", "",
+          "seed-mean C ≥ UC at ≥ 90% of (dataset, epoch, layer) points, Pearson", ("real_mlp",), c_above_uc),
+    Claim("fig2.mlp_c_high_early", "2A", "C-NFC is close to 1 early in training (MLP).", "",
+          "mean C-NFC at the first epoch ≥ 0.8", ("real_mlp",), c_high_early),
+    Claim("fig13.uc_rises_toward_c", "13", "UC-NFC converges toward C-NFC late in training in most settings.", "",
+          "final C − UC gap below the initial gap in ≥ 50% of (dataset, layer) curves", ("real_mlp",),
+          uc_rises_toward_c),
+    Claim("fig2.vgg_c_above_uc", "2C", "C-NFC ≥ UC-NFC in every conv layer of VGG-11 through training.", "",
+          "seed-mean C ≥ UC at ≥ 90% of (epoch, layer) points, Pearson", ("vgg_cifar",), c_above_uc),
+    Claim("fig2.vgg_gap_early_deep", "2C", "The C − UC gap is largest early and in deeper layers (VGG).", "",
+          "gap at the first epoch > at the last; deepest layer's gap > first layer's", ("vgg_cifar",),
+          gap_early_and_deep("layer")),
+    Claim("fig2.gpt_c_above_uc", "2D", "C-NFC ≥ UC-NFC for Q, K, V of every attention block through training.", "",
+          "C ≥ UC at ≥ 90% of (step, block, projection) points, Pearson", ("gpt_shakespeare",), c_above_uc),
+    Claim("fig2.gpt_c_high_early", "2D", "C-NFC is near 1 early in GPT training.", "",
+          "mean C-NFC at the first measurement ≥ 0.8", ("gpt_shakespeare",), c_high_early),
+    Claim("fig2.gpt_gap_early_deep", "2D", "The C − UC gap is largest early and in deeper blocks (GPT).", "",
+          "gap at the first step > at the last; block 3's gap > block 1's", ("gpt_shakespeare",),
+          gap_early_and_deep("block")),
+    Claim("fig3.prediction_tracks", "3", "The free-probability prediction tracks the observed ρ_2nd, seed by seed.",
+          "", "max |ρ_pred − ρ_2nd| ≤ 0.05 over γ and data seeds", ("reversing",), fig3_prediction_tracks),
+    Claim("fig3.reversal", "3", "The alignment-reversing data drive ρ_2nd well below 1 as γ decreases.", "",
+          "seed-mean ρ_2nd ≤ 0.9 at the smallest γ and ≥ 0.1 below its value at the largest γ", ("reversing",),
+          fig3_reversal),
+    Claim("fig4.gd_rc_grows", "4", "Under GD, R_C grows as the first-layer init scale s₀ shrinks.", "",
+          "final layer-1 R_C non-decreasing from s₀ = 1 to the smallest s₀ (tolerance 0.02)", ("slo_sweep",),
+          grows_as_s0_shrinks("ratio_c_uc")),
+    Claim("fig4.gd_uc_grows", "4", "Under GD, UC-NFC grows as s₀ shrinks.", "",
+          "final layer-1 UC-NFC non-decreasing as s₀ shrinks (tolerance 0.02)", ("slo_sweep",),
+          grows_as_s0_shrinks("uc_nfc")),
+    Claim("fig4.slo_rc_one", "4", "With SLO, R_C ≈ 1 for every s₀.", "≈ 1", "final layer-1 R_C ≥ 0.9 at every s₀",
+          ("slo_sweep",), fig4_slo_rc_one),
+    Claim("fig4.slo_nfc_one", "4", "With SLO, UC-NFC and C-NFC reach ≈ 1 at every s₀.", "≈ 1",
+          "final layer-1 UC and C ≥ 0.95 at every s₀", ("slo_sweep",), fig4_slo_nfc_one),
+    Claim("fig4.slo_invariant", "4", "With SLO, UC-NFC does not depend on s₀.", "",
+          "final layer-1 UC spread over s₀ ≤ 0.1", ("slo_sweep",), fig4_slo_invariant),
+    Claim("fig11.gd_f_loses_faster", "4, 11", "Under GD, as s₀ grows F loses the EGOP structure faster than Ḡ.",
+          "", "ρ(F, EGOP) drops more than ρ(Ḡ, EGOP) from the smallest s₀ to s₀ = 1, and is lower at s₀ = 1",
+          ("slo_sweep",), fig11_f_loses_faster),
+    Claim("fig11.small_init_egop", "11", "At small s₀, F ≈ Ḡ ≈ the EGOP pattern.", "",
+          "ρ(F, EGOP) and ρ(Ḡ, EGOP) ≥ 0.8 at the smallest s₀ (GD)", ("slo_sweep",), fig11_small_init_egop),
+    Claim("fig11.slo_invariant", "4, 11", "With SLO the learned features match the EGOP at every s₀, even s₀ = 1.",
+          "", "ρ(F, EGOP) ≥ 0.7 at every s₀ and spread ≤ 0.1", ("slo_sweep",), fig11_slo_invariant),
+    Claim("fig5.rdc_small_early", "5", "R_DC ≪ 1 early in training at large init.", "",
+          "R_DC ≤ 0.1 at the first measurement after step 1, s₀ ≥ 0.1, isotropic", ("init_sweep",),
+          fig5_rdc_small_early),
+    Claim("fig5.rdc_grows", "5", "R_DC becomes non-negligible over longer training.", "",
+          "final R_DC ≥ 0.3 and above its early value in every curve (isotropic)", ("init_sweep",), fig5_rdc_grows),
+    Claim("fig6.ptkc_decreases", "6", "The PTK-centered NFC decreases during training.", "",
+          "final < step-1 value in ≥ 75% of (spectrum, s₀, layer) curves", ("init_sweep",), fig6_ptkc_decreases),
+    Claim("fig7.dip", "7", "Observed and predicted ρ dip at intermediate data decay α.", "",
+          "an interior minimum ≥ 0.01 below both ends in ≥ 75% of the curves", ("first_order",), fig7_dip),
+    Claim("fig7.quadratic_width", "7", "For quadratic nets the prediction matches better at k = 1024 than k = 128.",
+          "", "mean |pred − obs| over α smaller at the largest width, for every task", ("first_order",),
+          fig7_quadratic_width),
+    Claim("fig7.relu_qualitative", "7", "For ReLU nets prediction and observation agree qualitatively.", "",
+          "max |pred − obs| ≤ 0.2", ("first_order",), fig7_relu_qualitative),
+    *[claim for fig, spectrum in SPECTRUM_FIGURES.items() for claim in (
+        Claim(f"fig{fig}.c_high_early", fig, f"C-NFC is high early, for every s₀ ({spectrum} spectrum).", "",
+              "C-NFC ≥ 0.75 at the first measurement after step 1, every s₀ and layer", ("init_sweep",),
+              c_high_early_sweep(spectrum)),
+        Claim(f"fig{fig}.c_more_robust", fig, f"C-NFC is more robust to s₀ than UC-NFC ({spectrum} spectrum).", "",
+              "final C range over s₀ < UC range, in every layer", ("init_sweep",), c_more_robust(spectrum)),
+        Claim(f"fig{fig}.uc_rises", fig, f"UC-NFC rises during training ({spectrum} spectrum).", "",
+              "final UC > UC at init in ≥ 75% of (s₀, layer) curves", ("init_sweep",), uc_rises(spectrum)),
+        Claim(f"fig{fig}.small_s0_better", fig,
+              f"Smaller s₀ gives a higher UC-NFC and a lower test loss ({spectrum} spectrum).", "",
+              "smallest s₀ vs s₀ = 1: higher final layer-1 UC and lower final test loss", ("init_sweep",),
+              small_s0_better(spectrum)),
+    )],
+    Claim("fig12.equalizes_above_gd", "12", "Adaptive SLO brings every layer to a UC-NFC above GD's best layer.", "",
+          "min over layers of SLO's final UC > max over layers of GD's", ("adaptive_slo",), fig12_equalizes_above_gd),
+    Claim("fig12.test_lower", "12", "Adaptive SLO reaches a lower test loss than GD.", "",
+          "final seed-mean test loss SLO < GD", ("adaptive_slo",), fig12_test_lower),
+    Claim("fig14.mlp_weights_move", "14", "MLP weights move substantially from init in every layer.", "",
+          "final ‖W − W₀‖/‖W‖ ≥ 0.1 in every layer and dataset", ("real_mlp",), weights_move),
+    Claim("fig15.vgg_weights_move", "15A", "VGG weights move substantially from init in every conv layer.", "",
+          "final ‖W − W₀‖/‖W‖ ≥ 0.1 in every layer", ("vgg_cifar",), weights_move),
+    Claim("fig15.gpt_weights_move", "15B", "GPT Q, K, V weights move substantially from init in every block.", "",
+          "final ‖W − W₀‖/‖W‖ ≥ 0.1 in every block and projection", ("gpt_shakespeare",), weights_move),
+    Claim("fig16.diag_high", "16", "On CelebA glasses, diag F and diag Ḡ are highly correlated.", "0.91",
+          "mean Pearson ρ(diag F, diag Ḡ) ≥ 0.75", ("celeba_glasses",), fig16_diag_high),
+    Claim("fig16.corrupted_near_zero", "16", "With random eigenvectors (WᵀQW) the diagonal correlation vanishes.",
+          "0.04", "|mean ρ(diag F, diag WᵀQW)| ≤ 0.2 and ≥ 0.5 below ρ(diag F, diag Ḡ)", ("celeba_glasses",),
+          fig16_corrupted_near_zero),
+    Claim("fig17.slo_raises", "17", "On SVHN, SLO raises layer-1 UC-NFC, C-NFC and R_C over standard training.", "",
+          "final seed-mean SLO > GD for all three, layer 1", ("svhn_slo",), fig17_slo_raises),
+]

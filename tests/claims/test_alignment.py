@@ -1,0 +1,200 @@
+"""Alignment claims on small synthetic stores shaped like the real ones: each kind of check passes and fails."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from featlearn.claims import alignment as al
+from featlearn.claims import core
+from featlearn.claims.core import FAILED, NOT_MEASURED, PASSED
+
+CONV = ["cosine", "pearson"]
+ATTRS = {"scale": "quick", "data_source": "synthetic (generated)"}
+
+
+def _check(claim_id: str, **stores: xr.Dataset) -> core.Check:
+    claim = next(c for c in al.CLAIMS if c.id == claim_id)
+    return core.evaluate(claim, "alignment", stores)
+
+
+def chain_fig1(rho: float = 0.95, corrupted: float = 0.6) -> xr.Dataset:
+    dims = ("seed", "step", "layer", "convention")
+    full = np.full((2, 3, 2, 2), rho)
+    return xr.Dataset(
+        {"uc_nfc": (dims, full), "k_dispersion": (dims[:3], np.full((2, 3, 2), 5.5)),
+         "rho_nfm_egop": (dims[:2], np.full((2, 3), 0.93)), "rho_agop_egop": (dims[:2], np.full((2, 3), 0.96)),
+         "rho_nfm_corrupted": (("seed", "q_draw"), np.full((2, 4), corrupted))},
+        coords={"seed": [0, 1], "step": [0, 1, 10], "layer": [1, 2], "convention": CONV}, attrs=ATTRS)
+
+
+def test_fig1_passes_and_fails_on_the_paper_value():
+    assert _check("fig1.rho_nfm_agop", chain_fig1=chain_fig1(0.95)).status == PASSED
+    check = _check("fig1.rho_nfm_agop", chain_fig1=chain_fig1(0.5))
+    assert check.status == FAILED and check.value == pytest.approx(0.5) and check.measured.startswith("0.5")
+    assert _check("fig1.corrupted_lower", chain_fig1=chain_fig1(0.95, 0.6)).status == PASSED
+    assert _check("fig1.corrupted_lower", chain_fig1=chain_fig1(0.95, 0.93)).status == FAILED
+
+
+def sweep(uc_by_s0: list[float], rc_by_s0: list[float], diverge: bool = False) -> xr.Dataset:
+    """slo_sweep: (init_scale, optimizer, seed, step, layer, convention); final values per s₀ as given."""
+    s0 = [1.0, 0.1, 0.01]
+    shape = (3, 2, 1, 2, 1, 2)
+    uc = np.zeros(shape)
+    uc[:, :, :, -1] = np.array(uc_by_s0)[:, None, None, None, None]
+    rc = np.zeros(shape[:-1])
+    rc[:, :, :, -1] = np.array(rc_by_s0)[:, None, None, None]
+    diverged = np.zeros(shape[:3])
+    if diverge:  # as the training loop records it: NaN from the divergence on, and the run's flag
+        uc[0, 0, 0, -1] = np.nan
+        diverged[0, 0, 0] = 1
+    dims = ("init_scale", "optimizer", "seed", "step", "layer", "convention")
+    return xr.Dataset({"uc_nfc": (dims, uc), "c_nfc": (dims, uc), "ratio_c_uc": (dims[:-1], rc),
+                       "diverged": (dims[:3], diverged)},
+                      coords={"init_scale": s0, "optimizer": ["gd", "slo"], "seed": [0], "step": [0, 600],
+                              "layer": [1], "convention": CONV}, attrs=ATTRS)
+
+
+def test_fig4_monotone_in_s0():
+    good = sweep([0.6, 0.9, 0.95], [0.01, 0.6, 0.97])
+    assert _check("fig4.gd_rc_grows", slo_sweep=good).status == PASSED
+    assert _check("fig4.gd_uc_grows", slo_sweep=good).status == PASSED
+    bad = _check("fig4.gd_uc_grows", slo_sweep=sweep([0.9, 0.6, 0.95], [0.01, 0.6, 0.97]))
+    assert bad.status == FAILED and "0.9 / 0.6 / 0.95" in bad.measured
+
+
+def test_fig4_slo_near_one_fails_at_094_as_measured_at_quick():
+    check = _check("fig4.slo_nfc_one", slo_sweep=sweep([0.89, 0.91, 0.94], [1, 1, 1]))
+    assert check.status == FAILED and check.value == pytest.approx(0.89)
+    assert _check("fig4.slo_nfc_one", slo_sweep=sweep([0.97, 0.98, 0.99], [1, 1, 1])).status == PASSED
+
+
+def test_a_diverged_run_fails_the_claim_and_says_so():
+    check = _check("fig4.gd_uc_grows", slo_sweep=sweep([0.6, 0.9, 0.95], [0.01, 0.6, 0.97], diverge=True))
+    assert check.status == FAILED and "slo_sweep: 1 of 6 runs diverged" in check.note
+
+
+def test_seeds_not_run_and_shorter_runs_are_left_out_not_failed():
+    """A (dataset, seed) grid where one dataset ran one seed for fewer epochs (NaN padding), as real stores do."""
+    ds = real_mlp(0.4, 0.05)
+    ds["c_nfc"][dict(dataset=1, seed=1)] = np.nan
+    ds["uc_nfc"][dict(dataset=1, seed=1)] = np.nan
+    ds["dw_rel"][dict(dataset=1, seed=1)] = np.nan
+    for var in ("c_nfc", "uc_nfc", "dw_rel"):  # mnist stopped one measurement earlier
+        ds[var][dict(dataset=1, epoch=-1)] = np.nan
+    for claim in ("fig2.mlp_c_above_uc", "fig13.uc_rises_toward_c", "fig14.mlp_weights_move"):
+        assert _check(claim, real_mlp=ds).status == PASSED, claim
+
+
+def adaptive(slo: list[float], gd: list[float], slo_loss: float, gd_loss: float) -> xr.Dataset:
+    dims = ("optimizer", "seed", "step", "layer", "convention")
+    uc = np.stack([np.broadcast_to(np.array(v)[None, None, :, None], (2, 2, 3, 2)) for v in (gd, slo)])
+    loss = np.stack([np.full((2, 2), x) for x in (gd_loss, slo_loss)])
+    return xr.Dataset({"uc_nfc": (dims, uc), "test_loss": (dims[:3], loss)},
+                      coords={"optimizer": ["gd", "slo_adaptive"], "seed": [0, 1], "step": [0, 500],
+                              "layer": [1, 2, 3], "convention": CONV}, attrs=ATTRS)
+
+
+def test_fig12_reproduces_the_quick_failure_and_passes_when_slo_wins():
+    quick = adaptive([0.90, 0.95, 0.94], [0.93, 1.0, 0.84], 0.67, 0.38)
+    assert _check("fig12.equalizes_above_gd", adaptive_slo=quick).status == FAILED
+    loss = _check("fig12.test_lower", adaptive_slo=quick)
+    assert loss.status == FAILED and loss.measured == "SLO 0.67 vs GD 0.38"
+    paper = adaptive([0.97, 0.97, 0.97], [0.93, 0.95, 0.84], 0.2, 0.38)
+    assert _check("fig12.equalizes_above_gd", adaptive_slo=paper).status == PASSED
+    assert _check("fig12.test_lower", adaptive_slo=paper).status == PASSED
+
+
+def init_sweep(spectra: list[str]) -> xr.Dataset:
+    dims = ("spectrum", "init_scale", "seed", "step", "layer", "convention")
+    shape = (len(spectra), 2, 1, 4, 2, 2)
+    uc = np.zeros(shape)
+    uc[:, :, :, -1] = np.array([0.6, 0.95])[None, :, None, None, None]  # rises, smaller s₀ higher
+    uc[:, :, :, 0] = 0.3
+    c = np.full(shape, 0.9)
+    loss = np.zeros(shape[:4])
+    loss[:, :, :, -1] = np.array([0.8, 0.4])[None, :, None]
+    return xr.Dataset({"uc_nfc": (dims, uc), "c_nfc": (dims, c), "test_loss": (dims[:4], loss)},
+                      coords={"spectrum": spectra, "init_scale": [1.0, 0.001], "seed": [0], "step": [0, 1, 10, 800],
+                              "layer": [1, 2], "convention": CONV}, attrs=ATTRS)
+
+
+def test_figs8_to_10_pass_and_a_spectrum_missing_at_this_scale_is_not_measured():
+    ds = init_sweep(["isotropic", "1/(1+k^2)"])
+    for claim in ("fig8.c_high_early", "fig8.c_more_robust", "fig8.uc_rises", "fig8.small_s0_better"):
+        assert _check(claim, init_sweep=ds).status == PASSED, claim
+    missing = _check("fig9.uc_rises", init_sweep=ds)
+    assert missing.status == NOT_MEASURED and "1/(1+k)" in missing.note
+    worse = ds.copy(deep=True)
+    worse["test_loss"][dict(step=-1)] = xr.DataArray([0.2, 0.3], dims="init_scale")
+    assert _check("fig10.small_s0_better", init_sweep=worse).status == FAILED
+
+
+def reversing(observed: np.ndarray, predicted: np.ndarray) -> xr.Dataset:
+    gammas = np.linspace(0.1, 1.0, observed.shape[0])
+    return xr.Dataset({"rho_observed": (("gamma", "data_seed"), observed),
+                       "rho_predicted": (("gamma", "data_seed"), predicted)},
+                      coords={"gamma": gammas, "data_seed": [0, 1]}, attrs=ATTRS)
+
+
+def test_fig3_tracking_passes_while_the_reversal_fails_when_rho_stays_at_one():
+    flat = np.ones((4, 2))
+    ds = reversing(flat, flat - 0.006)
+    assert _check("fig3.prediction_tracks", reversing=ds).status == PASSED
+    reversal = _check("fig3.reversal", reversing=ds)
+    assert reversal.status == FAILED and reversal.value == pytest.approx(1.0)
+    spread = np.linspace(0.4, 0.95, 4)[:, None].repeat(2, axis=1)
+    assert _check("fig3.reversal", reversing=reversing(spread, spread)).status == PASSED
+
+
+def real_mlp(gap_start: float, gap_end: float, c_first: float = 0.95) -> xr.Dataset:
+    """(dataset, seed, epoch, layer, convention) with C − UC going from gap_start to gap_end."""
+    dims = ("dataset", "seed", "epoch", "layer", "convention")
+    c = np.full((2, 2, 3, 5, 2), c_first)
+    gap = np.linspace(gap_start, gap_end, 3)[None, None, :, None, None]
+    dw = np.full((2, 2, 3, 5), 0.3)
+    return xr.Dataset({"c_nfc": (dims, c), "uc_nfc": (dims, c - gap), "dw_rel": (dims[:4], dw)},
+                      coords={"dataset": ["cifar10", "mnist"], "seed": [0, 1], "epoch": [0, 1, 150],
+                              "layer": [1, 2, 3, 4, 5], "convention": CONV}, attrs=ATTRS)
+
+
+def test_fig2_13_14_on_an_mlp_store():
+    ds = real_mlp(0.4, 0.05)
+    for claim in ("fig2.mlp_c_above_uc", "fig2.mlp_c_high_early", "fig13.uc_rises_toward_c", "fig14.mlp_weights_move"):
+        assert _check(claim, real_mlp=ds).status == PASSED, claim
+    below = _check("fig2.mlp_c_above_uc", real_mlp=real_mlp(-0.1, -0.2))
+    assert below.status == FAILED and below.value == 0.0 and "0% of 30 points" in below.measured
+
+
+def test_fig2_gpt_gap_reads_the_block_dimension():
+    dims = ("seed", "step", "block", "proj", "convention")
+    c = np.full((1, 3, 3, 3, 2), 0.9)
+    gap = np.linspace(0.3, 0.1, 3)[None, :, None, None, None] * np.array([1, 2, 3])[None, None, :, None, None]
+    c[:, 0] = np.nan  # a centered NFC is undefined at init
+    ds = xr.Dataset({"c_nfc": (dims, c), "uc_nfc": (dims, c - gap)},
+                    coords={"seed": [0], "step": [0, 100, 200], "block": [1, 2, 3], "proj": ["q", "k", "v"],
+                            "convention": CONV}, attrs=ATTRS)
+    assert _check("fig2.gpt_gap_early_deep", gpt_shakespeare=ds).status == PASSED
+    shallow = ds.assign(uc_nfc=ds.c_nfc - gap[:, :, ::-1])
+    assert _check("fig2.gpt_gap_early_deep", gpt_shakespeare=shallow).status == FAILED
+
+
+def test_fig16_pearson_scalars():
+    ds = xr.Dataset({"rho_diag_agop": ("seed", [0.9]), "rho_diag_corrupted": (("seed", "q_draw"), [[0.03, 0.05]])},
+                    coords={"seed": [0]}, attrs=ATTRS)
+    assert _check("fig16.diag_high", celeba_glasses=ds).status == PASSED
+    assert _check("fig16.corrupted_near_zero", celeba_glasses=ds).status == PASSED
+    ds["rho_diag_corrupted"][:] = 0.6
+    assert _check("fig16.corrupted_near_zero", celeba_glasses=ds).status == FAILED
+
+
+def test_fig17_slo_raises_every_layer1_quantity():
+    dims = ("optimizer", "seed", "step", "layer", "convention")
+    base = np.zeros((2, 1, 2, 2, 2))
+    base[1] = 0.5  # slo above gd everywhere
+    ds = xr.Dataset({"uc_nfc": (dims, base), "c_nfc": (dims, base), "ratio_c_uc": (dims[:-1], base[..., 0])},
+                    coords={"optimizer": ["gd", "slo"], "seed": [0], "step": [0, 3000], "layer": [1, 2],
+                            "convention": CONV}, attrs=ATTRS)
+    assert _check("fig17.slo_raises", svhn_slo=ds).status == PASSED
+    ds["ratio_c_uc"][dict(optimizer=1)] = -1.0
+    check = _check("fig17.slo_raises", svhn_slo=ds)
+    assert check.status == FAILED and "R_C 0 → -1" in check.measured

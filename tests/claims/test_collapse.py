@@ -1,0 +1,77 @@
+"""Collapse claims on synthetic Deep RFM and neural-network stores: each kind of check passes and fails."""
+
+import numpy as np
+import pytest
+import xarray as xr
+
+from featlearn.claims import collapse as co
+from featlearn.claims import core
+from featlearn.claims.core import FAILED, NOT_MEASURED, PASSED
+
+ATTRS = {"scale": "quick", "data_source": "MNIST: real digits;\nCIFAR-10 stand-in: recoloured digits"}
+
+
+def _check(claim_id: str, **stores: xr.Dataset) -> core.Check:
+    claim = next(c for c in co.CLAIMS if c.id == claim_id)
+    return core.evaluate(claim, "collapse", stores)
+
+
+def _gram(within: float, between: float, k: int = 10) -> np.ndarray:
+    return np.where(np.eye(k, dtype=bool), within, between)
+
+
+def deep_rfm(datasets: list[str], final_nc1: float, last_between: float = -1 / 9) -> xr.Dataset:
+    """NC1 of X falls geometrically from 10 to final_nc1 over 5 layers; M^½X sits 10× below X, Φ slightly above."""
+    x = np.geomspace(10, final_nc1, 5)
+    nc1 = np.stack([x, x / 10, x / 9], axis=-1)[None].repeat(len(datasets), axis=0)
+    block = np.stack([_gram(0.5, -0.05), _gram(0.99, last_between)])[None].repeat(len(datasets), axis=0)
+    return xr.Dataset({"nc1": (("dataset", "layer", "stage"), nc1), "nc2_meansq": (("dataset", "layer", "stage"), nc1),
+                       "gram_block_mean": (("dataset", "gram_layer", "class_a", "class_b"), block)},
+                      coords={"dataset": datasets, "layer": np.arange(1, 6), "stage": ["X", "MX", "PhiMX"],
+                              "gram_layer": [1, 5]}, attrs=ATTRS)
+
+
+def test_deep_rfm_collapse_passes_and_a_stalled_dataset_fails_with_its_ratio():
+    ds = deep_rfm(["cifar10", "mnist"], 1e-3)
+    for claim in ("fig3.mx_below_x", "fig3.phi_not_better", "fig3.nc1_decays", "fig3.nc2_decays", "fig6.etf"):
+        assert _check(claim, deep_rfm_relu=ds).status == PASSED, claim
+    stalled = _check("fig4.nc1_decays", deep_rfm_cos=deep_rfm(["mnist"], 2.3))
+    assert stalled.status == FAILED and stalled.value == pytest.approx(10 / 2.3)
+    assert "mnist 10 → 2.3" in stalled.measured
+    assert "stand-in data" in stalled.note
+
+
+def test_etf_fails_when_between_class_is_not_minus_one_ninth():
+    check = _check("fig5.etf", deep_rfm_cos=deep_rfm(["mnist"], 1e-3, last_between=0.0))
+    assert check.status == FAILED and "between 0" in check.measured
+
+
+def test_fig1_needs_cifar_cos_and_mnist_relu():
+    both = _check("fig1.etf", deep_rfm_cos=deep_rfm(["cifar10"], 1e-3), deep_rfm_relu=deep_rfm(["mnist"], 1e-3))
+    assert both.status == PASSED
+    smoke = _check("fig1.etf", deep_rfm_cos=deep_rfm(["mnist"], 1e-3), deep_rfm_relu=deep_rfm(["mnist"], 1e-3))
+    assert smoke.status == NOT_MEASURED and "cifar10" in smoke.note
+
+
+def nn_store(phi: float, nfa: float, loss_end: float) -> xr.Dataset:
+    shape = (1, 2, 3, 5)
+    nc1 = np.stack([np.full(shape, 10.0), np.full(shape, 1.0), np.full(shape, 0.9)], axis=-1)
+    loss = np.stack([np.full((1, 2), 1.0), np.full((1, 2), 0.5), np.full((1, 2), loss_end)], axis=-1)
+    return xr.Dataset({"nc1": (("dataset", "seed", "epoch", "layer", "stage"), nc1),
+                       "phi": (("dataset", "seed", "epoch", "layer"), np.full(shape, phi)),
+                       "nfa_sqrt": (("dataset", "seed", "epoch", "layer"), np.full(shape, nfa)),
+                       "train_loss": (("dataset", "seed", "epoch"), loss)},
+                      coords={"dataset": ["mnist"], "seed": [0, 1], "epoch": [0, 250, 500], "layer": np.arange(1, 6),
+                              "stage": ["input", "right", "left"]}, attrs=ATTRS)
+
+
+def test_nn_claims_pass_and_fail():
+    good = nn_store(0.8, 0.74, 1e-3)
+    for claim in ("fig7.mlp_phi_majority", "fig7.mlp_relu_small", "fig10.mlp_nfa", "fig10.mlp_loss_falls"):
+        assert _check(claim, collapse_mlp=good).status == PASSED, claim
+    bad = nn_store(0.3, 0.05, 0.5)
+    nfa = _check("fig10.mlp_nfa", collapse_mlp=bad)
+    assert nfa.status == FAILED and nfa.value == pytest.approx(0.05) and "mnist 0.05" in nfa.measured
+    assert _check("fig7.mlp_phi_majority", collapse_mlp=bad).status == FAILED
+    assert _check("fig10.mlp_loss_falls", collapse_mlp=bad).status == FAILED
+    assert _check("fig11.resnet_nfa", collapse_resnet=None).status == NOT_MEASURED

@@ -1,0 +1,12 @@
+from featlearn.claims import REGISTRY, core
+from featlearn.claims.report import write_text
+from featlearn.jobs import start
+from featlearn.store import read_store
+
+log = start(snakemake.log[0])
+paper = snakemake.wildcards.paper
+claims = REGISTRY[paper]
+built = dict(zip(snakemake.params.experiments, snakemake.input.stores))
+stores = {name: read_store(built[name]) if name in built else None for name in core.store_names(claims)}
+checks = core.evaluate_all(claims, paper, stores)
+write_text(snakemake.output[0], core.to_json(paper, snakemake.config["scale"], checks, stores))
