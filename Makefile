@@ -18,7 +18,7 @@ $(VENV)/.installed: requirements.txt pyproject.toml
 
 # every figure, the claims (results/claims/) and one self-contained HTML report
 figures: $(VENV)/.installed
-	$(BIN)/snakemake --cores $(CORES)
+	$(BIN)/snakemake --cores $(CORES) --workflow-profile workflow/profiles/default
 	$(BIN)/snakemake --report report.html
 
 # rewrite the README's claims block from the quick-scale claims (after `make figures`)

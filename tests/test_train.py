@@ -62,7 +62,7 @@ def _train_slowly(spec, data, out, ckpt):
 
 
 def test_killed_run_resumes_and_matches_uninterrupted(tmp_path):
-    spec = _spec(optimizer="sgd", batch_size=8, steps=4000, measure_every=50, checkpoint_seconds=1e-9)
+    spec = _spec(optimizer="sgd", batch_size=8, steps=4000, measure_every=50, checkpoint_seconds=0.05)
     data = _data(spec)
     reference = train(spec, data, tmp_path / "ref.pt", tmp_path / "ref.ckpt")
     out, ckpt = tmp_path / "run.pt", tmp_path / "run.ckpt"
@@ -80,6 +80,27 @@ def test_killed_run_resumes_and_matches_uninterrupted(tmp_path):
     assert 0 < resumed_from < 4000
     record = train(spec, data, out, ckpt)
     assert not ckpt.exists()
+    assert torch.equal(record["losses"], reference["losses"])
+    for step, weights in reference["snapshots"].items():
+        assert all(torch.equal(weights[k], record["snapshots"][step][k]) for k in weights)
+
+
+def test_sigterm_checkpoints_at_once_and_the_rerun_matches_uninterrupted(tmp_path):
+    """SLURM's time limit, preemption and scancel send SIGTERM: the run saves where it is, not a minute back."""
+    spec = _spec(optimizer="sgd", batch_size=8, steps=20000, measure_every=500, checkpoint_seconds=3600)
+    data = _data(spec)
+    reference = train(spec, data, tmp_path / "ref.pt", tmp_path / "ref.ckpt")
+    out, ckpt = tmp_path / "run.pt", tmp_path / "run.ckpt"
+    proc = mp.get_context("fork").Process(target=_train_slowly, args=(spec, data, out, ckpt))
+    proc.start()
+    time.sleep(0.3)  # forked with torch loaded: training starts within milliseconds
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.join(60)
+    assert proc.exitcode not in (0, None), "the run finished before SIGTERM; make it longer"
+    assert not out.exists()
+    stopped_at = torch.load(ckpt, weights_only=False)["step"]
+    assert 0 < stopped_at < 20000  # a periodic checkpoint would not exist yet (one per hour)
+    record = train(spec, data, out, ckpt)
     assert torch.equal(record["losses"], reference["losses"])
     for step, weights in reference["snapshots"].items():
         assert all(torch.equal(weights[k], record["snapshots"][step][k]) for k in weights)

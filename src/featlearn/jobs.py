@@ -9,9 +9,12 @@ from pathlib import Path
 
 import torch
 
+from featlearn.gpus import claim_gpu
 
-def start(log_path: str | None, threads: int = 1) -> logging.Logger:
-    """Send this job's log to its rule's log file and pin torch to the job's threads."""
+
+def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logger:
+    """Send this job's log to its rule's log file, pin torch to the job's threads and, for a job that asked
+    for a GPU (``resources: gpu``), pin it to a GPU no other job of this machine holds."""
     handlers: list[logging.Handler] = [logging.StreamHandler()]
     if log_path:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
@@ -23,6 +26,10 @@ def start(log_path: str | None, threads: int = 1) -> logging.Logger:
     # Which scheduler job ran this (the cluster test and users auditing a run read it back).
     slurm = os.environ.get("SLURM_JOB_ID", "none")
     log.info("host=%s pid=%d slurm_job_id=%s", socket.gethostname(), os.getpid(), slurm)
+    if gpus:
+        gpu = claim_gpu()
+        log.info("CUDA_VISIBLE_DEVICES=%s (%s)", os.environ.get("CUDA_VISIBLE_DEVICES", "unset"),
+                 "claimed here" if gpu is not None else "left to the scheduler, the user or a GPU-less machine")
     return log
 
 

@@ -5,7 +5,8 @@ and the MLPs, VGG, GPT and collapse networks on real (or stand-in) data. A run w
 snapshots (init, the schedule, final) and the loss of every step; metric extraction reads the
 snapshots, so a metric change never retrains. A checkpoint beside the output lets a killed
 run resume where it stopped and finish bitwise identical to an uninterrupted one. A
-non-finite loss stops the run and records it as diverged.
+non-finite loss stops the run and records it as diverged. SIGTERM (SLURM's time limit, preemption,
+``scancel``) writes a checkpoint at the next step boundary and exits, so the requeued job loses nothing.
 
 Time is counted in optimizer steps. Experiments stated in epochs (``train.epochs``) are
 converted with the run's steps per epoch, after an optional warm-up (``train.warmup``: the
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import logging
 import math
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -142,6 +145,36 @@ def snapshot(model: nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
 
 
+CHECKPOINT_KEYS = {"spec", "model", "optimizer", "shuffle", "rng", "snapshots", "losses", "speeds", "step", "order"}
+
+
+class Interrupted(RuntimeError):
+    """Training stopped on SIGTERM after writing its checkpoint; rerunning the job resumes from it."""
+
+
+class _StopOnSigterm:
+    """While active, SIGTERM only sets ``requested``: the loop checkpoints at a step boundary, then stops.
+
+    A handler is only installed in the main thread (Python's rule); elsewhere SIGTERM keeps its default.
+    """
+
+    def __init__(self) -> None:
+        self.requested = False
+        self._previous = None
+
+    def __enter__(self) -> _StopOnSigterm:
+        if threading.current_thread() is threading.main_thread():
+            self._previous = signal.signal(signal.SIGTERM, self._handle)
+        return self
+
+    def _handle(self, signum: int, frame: object) -> None:
+        self.requested = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self._previous is not None:
+            signal.signal(signal.SIGTERM, self._previous)
+
+
 def _load_checkpoint(path: Path, spec: str) -> dict | None:
     if not path.exists():
         return None
@@ -150,8 +183,12 @@ def _load_checkpoint(path: Path, spec: str) -> dict | None:
     except Exception as err:  # a truncated or corrupted file: say so, start over
         log.warning("checkpoint %s is unreadable (%s); training from scratch", path, err)
         return None
-    if ckpt.get("spec") != spec:
+    if not isinstance(ckpt, dict) or ckpt.get("spec") != spec:
         log.warning("checkpoint %s belongs to another configuration; training from scratch", path)
+        return None
+    if not CHECKPOINT_KEYS <= ckpt.keys():
+        log.warning("checkpoint %s lacks %s (an older version wrote it); training from scratch",
+                    path, sorted(CHECKPOINT_KEYS - ckpt.keys()))
         return None
     log.info("resuming from %s at step %d", path, ckpt["step"])
     return ckpt
@@ -180,6 +217,7 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path) -> dict:
     per_epoch = math.ceil(n / batch)
     plan = schedule(spec, n)
     shuffle = torch.Generator().manual_seed(spec["seed"] + 1)
+    torch.manual_seed(spec["seed"] + 2)  # dropout draws from the global generator: seed it, checkpoint it
     measure_at = set(plan["measure"])
     canonical = spec_json(spec)
     every_s = tr.get("checkpoint_seconds", 60.0)
@@ -190,54 +228,63 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path) -> dict:
         model.load_state_dict(ckpt["model"])
         optimizer.load_state_dict(ckpt["optimizer"])
         shuffle.set_state(ckpt["shuffle"])
+        torch.set_rng_state(ckpt["rng"])
         state = {k: ckpt[k] for k in state}
+
+    def save_checkpoint() -> None:
+        save_tensors({"spec": canonical, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                      "shuffle": shuffle.get_state(), "rng": torch.get_rng_state(), **state}, checkpoint)
+
     start = time.monotonic()
     last_ckpt = start
     status, diverged_at = "completed", None
     step = state["step"]
-    while True:
-        if step in measure_at:
-            state["snapshots"][step] = snapshot(model)
-            if time.monotonic() - last_ckpt >= every_s and step < plan["steps"]:
-                save_tensors({"spec": canonical, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                              "shuffle": shuffle.get_state(), **state, "step": step}, checkpoint)
+    with _StopOnSigterm() as stop:
+        while True:
+            if step in measure_at:
+                state["snapshots"][step] = snapshot(model)
+            if step < plan["steps"] and (stop.requested or time.monotonic() - last_ckpt >= every_s):
+                save_checkpoint()
                 last_ckpt = time.monotonic()
-        if step == plan["steps"]:
-            if not text:
-                final = evaluate(model, x, y, loss_name)
-                state["losses"].append(final)
-                if not math.isfinite(final):
-                    status, diverged_at = "diverged", step
-                    state["snapshots"].pop(step, None)
-            break
-        if text:
-            xb, yb = (t.to(device) for t in token_batch(tokens, batch, spec["model"]["block_size"], shuffle))
-        else:
-            if batch < n and step % per_epoch == 0:
-                state["order"] = torch.randperm(n, generator=shuffle)
-            idx = state["order"][(step % per_epoch) * batch:][:batch]
-            xb, yb = x[idx], y[idx]
-        if tr["optimizer"] == "slo_adaptive":
-            optimizer.set_speeds(_adaptive(model, x, tr["slo_adaptive"]["s"]))
-            state["speeds"].append([g["speed"] for g in optimizer.param_groups])
-        for group in optimizer.param_groups:
-            group["lr"] = lr_at(tr, step, plan["warmup_steps"])
-        optimizer.zero_grad()
-        loss = loss_fn(loss_name, model(xb), yb)
-        state["losses"].append(loss.item())
-        if not math.isfinite(state["losses"][-1]):
-            status, diverged_at = "diverged", step
-            state["snapshots"].pop(step, None)
-            log.warning("run %s diverged at step %d (loss %s)", out, step, state["losses"][-1])
-            break
-        loss.backward()
-        if tr.get("grad_clip"):
-            nn.utils.clip_grad_norm_(model.parameters(), tr["grad_clip"])
-        optimizer.step()
-        step += 1
-        state["step"] = step
-        if step % max(1, plan["steps"] // 20) == 0:
-            log.info("step %d/%d loss %.4g", step, plan["steps"], state["losses"][-1])
+                if stop.requested:
+                    raise Interrupted(f"{out}: SIGTERM at step {step}/{plan['steps']}; checkpoint {checkpoint} "
+                                      "written, rerun the job to resume")
+            if step == plan["steps"]:
+                if not text:
+                    final = evaluate(model, x, y, loss_name)
+                    state["losses"].append(final)
+                    if not math.isfinite(final):
+                        status, diverged_at = "diverged", step
+                        state["snapshots"].pop(step, None)
+                break
+            if text:
+                xb, yb = (t.to(device) for t in token_batch(tokens, batch, spec["model"]["block_size"], shuffle))
+            else:
+                if batch < n and step % per_epoch == 0:
+                    state["order"] = torch.randperm(n, generator=shuffle)
+                idx = state["order"][(step % per_epoch) * batch:][:batch]
+                xb, yb = x[idx], y[idx]
+            if tr["optimizer"] == "slo_adaptive":
+                optimizer.set_speeds(_adaptive(model, x, tr["slo_adaptive"]["s"]))
+                state["speeds"].append([g["speed"] for g in optimizer.param_groups])
+            for group in optimizer.param_groups:
+                group["lr"] = lr_at(tr, step, plan["warmup_steps"])
+            optimizer.zero_grad()
+            loss = loss_fn(loss_name, model(xb), yb)
+            state["losses"].append(loss.item())
+            if not math.isfinite(state["losses"][-1]):
+                status, diverged_at = "diverged", step
+                state["snapshots"].pop(step, None)
+                log.warning("run %s diverged at step %d (loss %s)", out, step, state["losses"][-1])
+                break
+            loss.backward()
+            if tr.get("grad_clip"):
+                nn.utils.clip_grad_norm_(model.parameters(), tr["grad_clip"])
+            optimizer.step()
+            step += 1
+            state["step"] = step
+            if step % max(1, plan["steps"] // 20) == 0:
+                log.info("step %d/%d loss %.4g", step, plan["steps"], state["losses"][-1])
 
     record = {
         "spec": canonical,

@@ -15,8 +15,8 @@ rule synthetic_data:
     benchmark:
         "results/benchmarks/data/{key}.tsv",
     resources:
-        runtime=RUNTIME_MIN,
-        mem_mb=MEM_MB,
+        runtime=request("runtime", "light"),
+        mem_mb=request("mem_mb", "light"),
     script:
         "../scripts/make_data.py"
 
@@ -37,7 +37,14 @@ rule real_data:
     benchmark:
         "results/benchmarks/data/{key}.tsv",
     resources:
-        runtime=RUNTIME_MIN,
-        mem_mb=MEM_MB,
+        runtime=request("runtime", "cpu"),
+        mem_mb=request("mem_mb", "cpu"),
     script:
         "../scripts/prepare_data.py"
+
+
+# Every real dataset the configured scale reads. Compute nodes often have no internet: build this once where there
+# is (`snakemake datasets --cores 2 --config scale=paper download=true`), then send the rest to the cluster.
+rule datasets:
+    input:
+        [data_path(p) for p in REAL_DATA.values()],

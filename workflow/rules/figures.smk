@@ -16,6 +16,9 @@ rule figure:
         "results/logs/figures/{paper}/fig{n}.log",
     benchmark:
         "results/benchmarks/figures/{paper}/fig{n}.tsv",
+    resources:
+        runtime=request("runtime", "light"),
+        mem_mb=request("mem_mb", "light"),
     script:
         "../scripts/render.py"
 

@@ -16,10 +16,12 @@ rule measure_run:
         "results/logs/measure/{experiment}/{run}.log",
     benchmark:
         "results/benchmarks/measure/{experiment}/{run}.tsv",
-    threads: config.get("threads", 1)
+    threads: THREADS
     resources:
-        runtime=RUNTIME_MIN,
-        mem_mb=MEM_MB,
+        runtime=request("runtime"),
+        mem_mb=request("mem_mb"),
+        gpu=request("gpu"),
+        cpus_per_task=THREADS,
     script:
         "../scripts/measure.py"
 
@@ -39,6 +41,9 @@ rule combine_runs:
         "results/logs/combine/{experiment}.log",
     benchmark:
         "results/benchmarks/combine/{experiment}.tsv",
+    resources:
+        runtime=request("runtime", "light"),
+        mem_mb=request("mem_mb", "light"),
     script:
         "../scripts/combine.py"
 
@@ -58,9 +63,11 @@ rule build_store:
         "results/logs/stores/{experiment}.log",
     benchmark:
         "results/benchmarks/stores/{experiment}.tsv",
-    threads: config.get("threads", 1)
+    threads: THREADS
     resources:
-        runtime=RUNTIME_MIN,
-        mem_mb=MEM_MB,
+        runtime=request("runtime"),
+        mem_mb=request("mem_mb"),
+        gpu=request("gpu"),
+        cpus_per_task=THREADS,
     script:
         "../scripts/build_store.py"

@@ -40,6 +40,9 @@ rule claims:
         "results/logs/claims/{paper}.log",
     benchmark:
         "results/benchmarks/claims/{paper}.tsv",
+    resources:
+        runtime=request("runtime", "light"),
+        mem_mb=request("mem_mb", "light"),
     script:
         "../scripts/claims.py"
 
@@ -55,6 +58,9 @@ rule claims_table:
         "results/logs/claims/table.log",
     benchmark:
         "results/benchmarks/claims/table.tsv",
+    resources:
+        runtime=request("runtime", "light"),
+        mem_mb=request("mem_mb", "light"),
     script:
         "../scripts/claims_table.py"
 
@@ -74,5 +80,8 @@ rule readme_claims:
         "results/logs/claims/readme.log",
     benchmark:
         "results/benchmarks/claims/readme.tsv",
+    resources:
+        runtime=request("runtime", "light"),
+        mem_mb=request("mem_mb", "light"),
     script:
         "../scripts/readme_claims.py"

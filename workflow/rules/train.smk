@@ -16,9 +16,11 @@ rule train:
         "results/logs/train/{experiment}/{run}.log",
     benchmark:
         "results/benchmarks/train/{experiment}/{run}.tsv",
-    threads: config.get("threads", 1)
+    threads: THREADS
     resources:
-        runtime=RUNTIME_MIN,
-        mem_mb=MEM_MB,
+        runtime=request("runtime"),
+        mem_mb=request("mem_mb"),
+        gpu=request("gpu"),
+        cpus_per_task=THREADS,
     script:
         "../scripts/train.py"

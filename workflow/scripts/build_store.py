@@ -5,7 +5,7 @@ from featlearn.metrics import tangent, theory
 from featlearn.rfm.experiment import deep_rfm_store
 from featlearn.store import provenance, write_store
 
-log = start(snakemake.log[0], snakemake.threads)
+log = start(snakemake.log[0], snakemake.threads, snakemake.resources.get("gpu", 0))
 exp = snakemake.params.experiment
 kind = exp["kind"]
 if kind in ("reversing", "first_order"):

@@ -5,7 +5,7 @@ from featlearn.jobs import load_tensors, start
 from featlearn.metrics.measure import measure_run
 from featlearn.store import provenance, write_store
 
-log = start(snakemake.log[0], snakemake.threads)
+log = start(snakemake.log[0], snakemake.threads, snakemake.resources.get("gpu", 0))
 began = time.monotonic()
 spec = snakemake.params.spec
 data = load_tensors(snakemake.input.data)
