@@ -3,10 +3,14 @@
 from featlearn import config as fc
 
 
+fc.check_yaml("config.yaml")
+
+
 configfile: "config.yaml"
 
 
 fc.validate(config, workflow.source_path("workflow/schemas/config.schema.yaml"))
+fc.check_output_dirs("results", "figures")
 
 
 include: "workflow/rules/common.smk"

@@ -104,3 +104,17 @@ def test_shared_datasets_have_one_key():
 )
 def test_network_mistakes_name_the_key(mutate, expected):
     assert expected in _invalid(mutate)
+
+
+def test_yaml_syntax_error_names_line_and_column(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("scale: quick\nexperiments:\n  a: {kind: training\n  b: 1\n")
+    with pytest.raises(fc.ConfigError, match=r"config.yaml is not valid YAML: .* at line \d+, column \d+ \(.*line 3"):
+        fc.check_yaml(path)
+
+
+def test_output_folder_that_is_a_file_is_named(tmp_path):
+    (tmp_path / "results").write_text("")
+    fc.check_output_dirs(tmp_path / "figures")  # absent but creatable: fine
+    with pytest.raises(fc.ConfigError, match=r"results exists but is not a directory"):
+        fc.check_output_dirs(tmp_path / "results")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,34 @@ def _errors(instance: Any, schema: dict, where: str) -> list[str]:
     validator = jsonschema.Draft202012Validator(schema)
     found = sorted(validator.iter_errors(instance), key=lambda e: list(map(str, e.absolute_path)))
     return [_describe(e, where) for e in found]
+
+
+def check_yaml(path: str | Path) -> None:
+    """Parse ``path`` as YAML and raise a ConfigError naming the line and column of a syntax error.
+
+    Snakemake's own message for a broken config file says neither where nor what.
+    """
+    try:
+        yaml.safe_load(Path(path).read_text())
+    except yaml.MarkedYAMLError as err:
+        def at(mark: yaml.Mark | None) -> str:
+            return f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+
+        context = f" ({err.context}{at(err.context_mark)})" if err.context else ""
+        raise ConfigError(f"{path} is not valid YAML: {err.problem}{at(err.problem_mark)}{context}; "
+                          "fix the syntax there (spaces, not tabs; closed brackets and quotes)") from None
+
+
+def check_output_dirs(*dirs: str | Path) -> None:
+    """Raise a ConfigError if an output directory cannot be created or written, before any job starts."""
+    for d in map(Path, dirs):
+        if d.exists() and not d.is_dir():
+            raise ConfigError(f"{d} exists but is not a directory, so nothing can be written under {d}/; "
+                              f"move or delete that file")
+        probe = d if d.exists() else d.resolve().parent
+        if not os.access(probe, os.W_OK | os.X_OK):
+            raise ConfigError(f"{probe} is not writable by this user, so {d}/ cannot be written; "
+                              "fix its permissions or run from a writable checkout")
 
 
 def validate(config: dict, schema_path: str | Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import torch
 
 from featlearn.gpus import claim_gpu
+from featlearn.integrity import DIGEST_KEY, tensors_digest
 
 
 def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logger:
@@ -34,20 +35,30 @@ def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logg
 
 
 def save_tensors(obj: dict, path: str | Path) -> None:
-    """torch.save through a temporary file and a rename: a killed job leaves no half file."""
+    """torch.save through a temporary file and a rename (a killed job leaves no half file), with a digest of the
+    content inside (``load_tensors`` checks it)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        torch.save(obj, tmp)
+        torch.save({**obj, DIGEST_KEY: tensors_digest(obj)}, tmp)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)
 
 
 def load_tensors(path: str | Path) -> dict:
-    """torch.load that says which file is broken and how to rebuild it."""
+    """torch.load that checks the content digest and says which file is broken and how to rebuild it."""
+    fix = "delete it and rerun snakemake to rebuild it"
     try:
-        return torch.load(path, weights_only=False)
+        obj = torch.load(path, weights_only=False)
     except Exception as err:
-        raise OSError(f"{path} is unreadable ({err}); delete it and rerun snakemake to rebuild it") from err
+        raise OSError(f"{path} is unreadable ({err}); {fix}") from err
+    if not isinstance(obj, dict):
+        raise OSError(f"{path} holds a {type(obj).__name__}, not a featlearn file; {fix}")
+    digest = obj.pop(DIGEST_KEY, None)
+    if digest is None:
+        logging.getLogger(__name__).warning("%s carries no digest (an older version wrote it); unverified", path)
+    elif digest != tensors_digest(obj):
+        raise OSError(f"{path} is corrupted (its content no longer matches the digest written with it); {fix}")
+    return obj

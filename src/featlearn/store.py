@@ -3,12 +3,14 @@
 Every store carries, as global attributes, the experiment's resolved config (JSON), the
 scale, where its data came from (real or stand-in), the git commit and dirty flag, the
 package versions, the creation time and the producing rule. A write goes to a temporary
-file first and is renamed into place, so a killed job never leaves a store that looks done.
+file first and is renamed into place, so a killed job never leaves a store that looks done;
+a digest of the values (attribute ``sha256``) lets every reader detect a corrupted store.
 """
 
 from __future__ import annotations
 
 import datetime
+import logging
 import os
 import subprocess
 from importlib import metadata
@@ -16,6 +18,9 @@ from pathlib import Path
 
 import xarray as xr
 
+from featlearn.integrity import DIGEST_KEY, dataset_digest
+
+log = logging.getLogger(__name__)
 PACKAGES = ("torch", "numpy", "xarray", "netCDF4", "snakemake", "featlearn")
 
 
@@ -56,10 +61,10 @@ def provenance(config_json: str, scale: str, rule: str, data_source: str) -> dic
 
 
 def write_store(ds: xr.Dataset, path: str | Path, attrs: dict[str, str | int]) -> None:
-    """Write ``ds`` with ``attrs`` to ``path`` through a temporary file and a rename."""
+    """Write ``ds`` with ``attrs`` and a digest of its values to ``path`` through a temporary file and a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    ds = ds.assign_attrs(attrs)
+    ds = ds.assign_attrs({**attrs, DIGEST_KEY: dataset_digest(ds)})
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         ds.to_netcdf(tmp, engine="netcdf4")
@@ -69,9 +74,17 @@ def write_store(ds: xr.Dataset, path: str | Path, attrs: dict[str, str | int]) -
 
 
 def read_store(path: str | Path) -> xr.Dataset:
-    """Load a store fully into memory (and close the file), naming the path if it is unreadable."""
+    """Load a store fully into memory (and close the file), checking its digest; errors name the path and the fix."""
+    fix = "delete it and rerun snakemake to rebuild it"
     try:
         with xr.open_dataset(path, engine="netcdf4") as ds:
-            return ds.load()
+            ds = ds.load()
     except (OSError, ValueError) as err:
-        raise OSError(f"metric store {path} is unreadable ({err}); delete it and rerun to rebuild it") from err
+        raise OSError(f"metric store {path} is unreadable ({err}); {fix}") from err
+    digest = ds.attrs.pop(DIGEST_KEY, None)
+    if digest is None:
+        log.warning("metric store %s carries no digest (an older version wrote it); unverified", path)
+    elif digest != dataset_digest(ds):
+        raise OSError(f"metric store {path} is corrupted (its values no longer match the digest written with "
+                      f"them); {fix}")
+    return ds

@@ -27,7 +27,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from featlearn.config import spec_json
-from featlearn.jobs import save_tensors
+from featlearn.jobs import load_tensors, save_tensors
 from featlearn.metrics.jacobians import layer_jacobians
 from featlearn.metrics.nfa import nfc, ptk_feature_covariance
 from featlearn.models import build_model, gpt
@@ -179,9 +179,9 @@ def _load_checkpoint(path: Path, spec: str) -> dict | None:
     if not path.exists():
         return None
     try:
-        ckpt = torch.load(path, weights_only=False)
-    except Exception as err:  # a truncated or corrupted file: say so, start over
-        log.warning("checkpoint %s is unreadable (%s); training from scratch", path, err)
+        ckpt = load_tensors(path)
+    except OSError as err:  # a truncated or corrupted file: say so, start over
+        log.warning("checkpoint %s: %s; training from scratch", path, err)
         return None
     if not isinstance(ckpt, dict) or ckpt.get("spec") != spec:
         log.warning("checkpoint %s belongs to another configuration; training from scratch", path)

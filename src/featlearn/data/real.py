@@ -8,11 +8,13 @@ what is missing, where, and how to fix it before anything is written.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,17 +103,34 @@ def load(name: str, root: str | Path, split: str = "train", download: bool = Fal
         resize = [transforms.Resize(side), transforms.CenterCrop(side)]
     else:
         resize = [transforms.Resize((side, side))]
-    ds = _open(name, Path(root), split, download, transforms.Compose([*resize, transforms.PILToTensor()]))
-    if name == "celeba":
-        glasses = ds.attr[:, ds.attr_names.index("Eyeglasses")]
-        index = _balanced(glasses, n)
-        labels = glasses[index]
-        images = [ds[i][0] for i in index.tolist()]
-    else:
-        pairs = [ds[i] for i in range(len(ds) if n is None else min(n, len(ds)))]
-        images = [image for image, _ in pairs]
-        labels = torch.tensor([label for _, label in pairs], dtype=torch.int64)
+    with _readable(name, Path(root)):
+        ds = _open(name, Path(root), split, download, transforms.Compose([*resize, transforms.PILToTensor()]))
+        if name == "celeba":
+            glasses = ds.attr[:, ds.attr_names.index("Eyeglasses")]
+            index = _balanced(glasses, n)
+            labels = glasses[index]
+            images = [ds[i][0] for i in index.tolist()]
+        else:
+            pairs = [ds[i] for i in range(len(ds) if n is None else min(n, len(ds)))]
+            images = [image for image, _ in pairs]
+            labels = torch.tensor([label for _, label in pairs], dtype=torch.int64)
     return torch.stack(images).float().div_(255), labels
+
+
+@contextlib.contextmanager
+def _readable(name: str, root: Path) -> Iterator[None]:
+    """Files that exist but do not parse (truncated, or not the originals: torchvision fails with a bare assert,
+    a pickle or .mat error, or PIL's) become a DatasetMissingError that names the folder and the fix."""
+    try:
+        yield
+    except DatasetMissingError:
+        raise
+    except Exception as err:
+        spec = DATASETS[name]
+        folder = root / spec.folder
+        raise DatasetMissingError(
+            spec.title, folder, f"files in {folder} could not be read ({type(err).__name__}: {err}); they are "
+            "truncated or not the original files, so delete them first", _layout(spec, folder), spec.note) from err
 
 
 def check(name: str, root: str | Path, split: str = "train") -> None:

@@ -1,0 +1,163 @@
+"""Bad input and interruptions through real Snakemake: each stops with a message naming what and where, writes
+nothing that a later run would take as done, or (a diverged run) is recorded. The table of cases tried is
+tests/BAD_INPUTS.md; add a row there with each new case here."""
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+import yaml
+
+from featlearn import config as fc
+from featlearn.store import read_store
+
+ROOT = Path(__file__).resolve().parents[2]
+SNAKEMAKE = Path(sys.executable).with_name("snakemake")
+MNIST_CACHE = "results/data/mnist/flatten-True_n-50000_n_test-10000_source-real_standardize-channel_targets-shifted.pt"
+
+pytestmark = pytest.mark.pipeline
+
+
+def _copy_repo(dest: Path) -> Path:
+    for name in ("Snakefile", "config.yaml", "workflow", "src"):
+        src = ROOT / name
+        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / name)
+    return dest
+
+
+def _cmd(*args: str, scale: str = "smoke") -> list[str]:
+    return [str(SNAKEMAKE), *args, "--cores", "1", "--config", f"scale={scale}"]
+
+
+def _run(repo: Path, *args: str, scale: str = "smoke") -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(repo / "src")}
+    return subprocess.run(_cmd(*args, scale=scale), cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+
+
+def _edit_config(repo: Path, edit) -> None:
+    path = repo / "config.yaml"
+    cfg = yaml.safe_load(path.read_text())
+    edit(cfg)
+    path.write_text(yaml.safe_dump(cfg))
+
+
+def _broken_yaml(repo):
+    text = (repo / "config.yaml").read_text().replace("scale: quick ", "scale: [quick ", 1)
+    (repo / "config.yaml").write_text(text)
+
+
+def _unknown_key(repo):
+    _edit_config(repo, lambda c: c["experiments"]["chain_fig1"]["train"].update(lrr=0.1))
+
+
+def _results_is_a_file(repo):
+    (repo / "results").write_text("not a directory\n")
+
+
+def _mnist_with_wrong_files(repo):
+    raw = repo / "data/MNIST/raw"
+    raw.mkdir(parents=True)
+    for name in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
+                 "t10k-labels-idx1-ubyte"):
+        (raw / name).write_bytes(b"these are not MNIST's files\n")
+
+
+def _mnist_absent(repo):
+    pass
+
+
+# (case, how the repo is broken, targets and scale, what the message must say, files that must not exist)
+CASES = [
+    ("malformed YAML", _broken_yaml, ("figures/tangent/fig2.pdf",), "smoke",
+     [r"config\.yaml is not valid YAML: .* at line \d+, column \d+"], ["results", "figures"]),
+    ("unknown config key", _unknown_key, ("figures/alignment/fig1.pdf",), "smoke",
+     [r"experiments\.chain_fig1\.train.*lrr"], ["results", "figures"]),
+    ("unknown figure target", lambda repo: None, ("figures/collapse/fig13.pdf",), "smoke",
+     [r"figures/collapse/fig13\.pdf is not a figure this pipeline builds"], ["results"]),
+    ("results is not a directory", _results_is_a_file, ("figures/tangent/fig2.pdf",), "smoke",
+     [r"results exists but is not a directory.*move or delete that file"], ["figures"]),
+    ("dataset absent (paper scale, no download)", _mnist_absent, (MNIST_CACHE,), "paper",
+     [r"MNIST not found in data/MNIST/raw", r"--config download=true"], [MNIST_CACHE]),
+    ("dataset folder with the wrong files", _mnist_with_wrong_files, (MNIST_CACHE,), "paper",
+     [r"MNIST files in data/MNIST/raw could not be read", r"not the original files"], [MNIST_CACHE]),
+]
+
+
+@pytest.mark.parametrize("case,breaks,targets,scale,messages,absent", CASES, ids=[c[0] for c in CASES])
+def test_bad_input_stops_with_a_message_naming_what_and_where(tmp_path, case, breaks, targets, scale, messages,
+                                                              absent):
+    repo = _copy_repo(tmp_path)
+    breaks(repo)
+    proc = _run(repo, *targets, scale=scale)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0, out[-3000:]
+    for pattern in messages:
+        assert re.search(pattern, out), f"{case}: no /{pattern}/ in:\n{out[-4000:]}"
+    for path in absent:
+        assert not (repo / path).exists(), f"{case}: {path} was written"
+
+
+def test_a_diverged_run_is_recorded_and_the_figure_still_builds(tmp_path):
+    repo = _copy_repo(tmp_path)
+    _edit_config(repo, lambda c: c["experiments"]["chain_fig1"]["scales"]["smoke"]["train"].update(lr=1.0e4))
+    proc = _run(repo, "figures/alignment/fig1.pdf")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+    store = read_store(repo / "results/metrics/chain_fig1.nc")
+    assert int(store["diverged"].max()) == 1 and float(store["diverged_step"].min()) >= 0
+    (log,) = (repo / "results/logs/train/chain_fig1").iterdir()
+    assert "diverged at step" in log.read_text()
+
+
+def _long_run(repo: Path) -> tuple[str, Path]:
+    """chain_fig1 at smoke scale made long enough to interrupt, checkpointing every half second."""
+    def longer(cfg):
+        cfg["experiments"]["chain_fig1"]["scales"]["smoke"].update(
+            model={"widths": [256, 256]}, train={"steps": 20000, "measure_every": 5000, "checkpoint_seconds": 0.5})
+    _edit_config(repo, longer)
+    cfg = yaml.safe_load((repo / "config.yaml").read_text()) | {"scale": "smoke"}
+    run = next(iter(fc.runs(cfg, "chain_fig1")))
+    return f"results/runs/chain_fig1/{run}.pt", repo / f"results/logs/train/chain_fig1/{run}.log"
+
+
+def _start(repo: Path, target: str) -> subprocess.Popen:
+    env = {**os.environ, "PYTHONPATH": str(repo / "src")}
+    return subprocess.Popen(_cmd(target), cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, start_new_session=True)
+
+
+def _wait_for_checkpoint(proc: subprocess.Popen, ckpt: Path) -> None:
+    deadline = time.monotonic() + 300
+    while not ckpt.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert ckpt.exists(), proc.communicate()[0][-3000:]
+
+
+@pytest.mark.parametrize("how", ["Ctrl-C on snakemake", "SIGKILL of the training job"])
+def test_an_interrupted_build_leaves_nothing_taken_as_done_and_resumes(tmp_path, how):
+    repo = _copy_repo(tmp_path)
+    target, log = _long_run(repo)
+    ckpt = repo / target.replace(".pt", ".ckpt")
+    proc = _start(repo, target)
+    _wait_for_checkpoint(proc, ckpt)
+    if how == "Ctrl-C on snakemake":
+        os.killpg(proc.pid, signal.SIGINT)  # the terminal sends it to the whole foreground group
+    else:
+        job_pid = int(re.search(r"pid=(\d+)", log.read_text()).group(1))
+        os.kill(job_pid, signal.SIGKILL)
+    out = proc.communicate(timeout=120)[0]
+    assert proc.returncode != 0, out[-3000:]
+    assert not (repo / target).exists(), "an interrupted job left its output behind"
+    plan = _run(repo, target, "-n")
+    assert re.search(r"^train\s+1$", plan.stdout, re.M), plan.stdout[-2000:]  # planned again, not taken as done
+    stopped_at = torch.load(ckpt, weights_only=False)["step"]
+    rerun = _run(repo, target)
+    assert rerun.returncode == 0, (rerun.stdout + rerun.stderr)[-3000:]
+    assert f"at step {stopped_at}" in log.read_text()  # resumed from the checkpoint
+    assert torch.load(repo / target, weights_only=False)["status"] == "completed"

@@ -1,0 +1,82 @@
+"""A flipped byte inside tensor data or store values is caught (torch and netCDF alone load such files silently)."""
+
+import numpy as np
+import pytest
+import torch
+import xarray as xr
+
+from featlearn.integrity import dataset_digest, tensors_digest
+from featlearn.jobs import load_tensors, save_tensors
+from featlearn.store import read_store, write_store
+
+
+def _flip_inside(path, needle: bytes) -> None:
+    """Flip one byte in the middle of ``needle``'s bytes in the file: data, not a header."""
+    raw = bytearray(path.read_bytes())
+    at = raw.find(needle)
+    assert at >= 0
+    raw[at + len(needle) // 2] ^= 0xFF
+    path.write_bytes(bytes(raw))
+
+
+def test_tensor_digest_ignores_dict_order_and_sees_every_value():
+    a = {"w": torch.arange(6.0).reshape(2, 3), "meta": {"step": 3, "name": "x"}, "l": [torch.ones(2), None]}
+    b = {"l": [torch.ones(2), None], "meta": {"name": "x", "step": 3}, "w": torch.arange(6.0).reshape(2, 3)}
+    assert tensors_digest(a) == tensors_digest(b)
+    b["w"][0, 0] = 1e-30
+    assert tensors_digest(a) != tensors_digest(b)
+    assert tensors_digest({"w": torch.zeros(2, 3)}) != tensors_digest({"w": torch.zeros(3, 2)})
+
+
+@pytest.mark.parametrize("what", ["run record", "dataset cache", "checkpoint"])
+def test_a_flipped_byte_in_a_tensor_file_is_reported_with_its_path(tmp_path, what):
+    values = torch.linspace(0, 1, 5000)
+    path = tmp_path / "results" / f"{what.replace(' ', '_')}.pt"
+    save_tensors({"x_train": values, "status": "completed"}, path)
+    assert torch.equal(load_tensors(path)["x_train"], values)
+    _flip_inside(path, values.numpy().tobytes()[8000:8064])
+    assert torch.load(path, weights_only=False)["x_train"].ne(values).any()  # torch alone takes it
+    with pytest.raises(OSError, match=rf"{path} is corrupted .*delete it and rerun snakemake"):
+        load_tensors(path)
+
+
+def test_a_truncated_tensor_file_is_reported_with_its_path(tmp_path):
+    path = tmp_path / "run.pt"
+    save_tensors({"w": torch.randn(100, 100)}, path)
+    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    with pytest.raises(OSError, match=rf"{path} is unreadable"):
+        load_tensors(path)
+
+
+def _store() -> xr.Dataset:
+    return xr.Dataset(
+        {"uc_nfc": (("step", "layer"), np.linspace(0.1, 0.9, 400).reshape(200, 2)),
+         "diverged": ((), 0)},
+        coords={"step": np.arange(200), "layer": [1, 2], "convention": ["cosine", "pearson"]},
+    )
+
+
+def test_store_digest_survives_the_netcdf_round_trip(tmp_path):
+    ds = _store()
+    write_store(ds, tmp_path / "s.nc", {"scale": "smoke"})
+    back = read_store(tmp_path / "s.nc")
+    assert dataset_digest(back) == dataset_digest(ds)
+    assert "sha256" not in back.attrs and back.attrs["scale"] == "smoke"
+
+
+def test_a_flipped_byte_in_a_store_is_reported_with_its_path(tmp_path):
+    ds, path = _store(), tmp_path / "results" / "metrics" / "sweep.nc"
+    write_store(ds, path, {"scale": "smoke"})
+    _flip_inside(path, ds["uc_nfc"].values.tobytes()[1600:1664])
+    with xr.open_dataset(path) as silently:
+        assert not silently["uc_nfc"].equals(ds["uc_nfc"])  # netCDF alone takes it
+    with pytest.raises(OSError, match=rf"metric store {path} is corrupted .*delete it and rerun snakemake"):
+        read_store(path)
+
+
+def test_a_truncated_store_is_reported_with_its_path(tmp_path):
+    path = tmp_path / "sweep.nc"
+    write_store(_store(), path, {"scale": "smoke"})
+    path.write_bytes(path.read_bytes()[:1000])
+    with pytest.raises(OSError, match=rf"metric store {path} is unreadable"):
+        read_store(path)
