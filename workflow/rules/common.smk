@@ -9,6 +9,8 @@ EXPERIMENTS = {name: fc.experiment(config, name) for name in config["experiments
 # Experiments trained run by run: synthetic MLPs ("training") and networks on real data ("network").
 TRAINING = [n for n, e in EXPERIMENTS.items() if e["kind"] in ("training", "network")]
 RUNS = {name: fc.runs(config, name) for name in TRAINING}
+# Deep RFM experiments run one job per dataset, then stack them (rules deep_rfm_dataset, combine_deep_rfm).
+DEEP_RFM = [n for n, e in EXPERIMENTS.items() if e["kind"] == "deep_rfm"]
 DATASETS = {key: params for name in EXPERIMENTS for key, params in fc.datasets(config, name).items()}
 SYNTHETIC_DATA = {key: p for key, p in DATASETS.items() if "task" in p}
 REAL_DATA = {key: p for key, p in DATASETS.items() if "dataset" in p}
@@ -99,7 +101,7 @@ STORE_SOURCES = {
     "tangent_penalties": sources("metrics/tangent.py", "store.py"),
     "deep_rfm": sources(
         "rfm/experiment.py", "rfm/deep_rfm.py", "rfm/features.py", "rfm/kernels.py", "rfm/linalg.py",
-        "metrics/collapse.py", "data/standins.py", "data/real.py", "store.py",
+        "metrics/collapse.py", "store.py",
     ),
 }
 

@@ -58,7 +58,7 @@ rule build_store:
         experiment=lambda w: EXPERIMENTS[w.experiment],
         datasets=lambda w: list(fc.datasets(config, w.experiment).values()),
     wildcard_constraints:
-        experiment=one_of(n for n in EXPERIMENTS if n not in TRAINING),
+        experiment=one_of(n for n in EXPERIMENTS if n not in TRAINING + DEEP_RFM),
     log:
         "results/logs/stores/{experiment}.log",
     benchmark:
@@ -71,3 +71,49 @@ rule build_store:
         cpus_per_task=THREADS,
     script:
         "../scripts/build_store.py"
+
+
+# Deep RFM: the datasets are independent runs, one job each (in parallel locally; one GPU each on a cluster).
+rule deep_rfm_dataset:
+    output:
+        "results/metrics/{experiment}/{dataset}.nc",
+    input:
+        data=lambda w: data_path(fc.deep_rfm_data(EXPERIMENTS[w.experiment], w.dataset)),
+        code=STORE_SOURCES["deep_rfm"],
+    params:
+        experiment=lambda w: EXPERIMENTS[w.experiment],
+    wildcard_constraints:
+        experiment=one_of(DEEP_RFM),
+    log:
+        "results/logs/deep_rfm/{experiment}/{dataset}.log",
+    benchmark:
+        "results/benchmarks/deep_rfm/{experiment}/{dataset}.tsv",
+    threads: THREADS
+    resources:
+        runtime=request("runtime"),
+        mem_mb=request("mem_mb"),
+        gpu=request("gpu"),
+        cpus_per_task=THREADS,
+    script:
+        "../scripts/deep_rfm.py"
+
+
+rule combine_deep_rfm:
+    output:
+        "results/metrics/{experiment}.nc",
+    input:
+        parts=lambda w: [f"results/metrics/{w.experiment}/{d}.nc" for d in EXPERIMENTS[w.experiment]["data"]["datasets"]],
+        code=sources("rfm/experiment.py", "store.py"),
+    params:
+        experiment=lambda w: EXPERIMENTS[w.experiment],
+    wildcard_constraints:
+        experiment=one_of(DEEP_RFM),
+    log:
+        "results/logs/combine/{experiment}.log",
+    benchmark:
+        "results/benchmarks/combine/{experiment}.tsv",
+    resources:
+        runtime=request("runtime", "light"),
+        mem_mb=request("mem_mb", "light"),
+    script:
+        "../scripts/combine_deep_rfm.py"

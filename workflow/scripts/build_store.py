@@ -2,7 +2,6 @@ from featlearn import tangent_experiment
 from featlearn.config import spec_json
 from featlearn.jobs import load_tensors, start
 from featlearn.metrics import tangent, theory
-from featlearn.rfm.experiment import deep_rfm_store
 from featlearn.store import provenance, write_store
 
 log = start(snakemake.log[0], snakemake.threads, snakemake.resources.get("gpu", 0))
@@ -14,8 +13,6 @@ if kind in ("reversing", "first_order"):
         key = (params["gamma"], params["seed"]) if kind == "reversing" else (params["task"], params["alpha"])
         data[key] = load_tensors(path)
     ds = (theory.reversing_store if kind == "reversing" else theory.first_order_store)(exp, data)
-elif kind == "deep_rfm":
-    ds = deep_rfm_store(exp)
 elif kind == "tangent_mnist":
     ds = tangent_experiment.tangent_mnist_store(exp)
 else:
