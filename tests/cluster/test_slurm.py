@@ -62,11 +62,6 @@ def cluster():
         subprocess.run(["bash", str(CLUSTER / "slurm_down.sh")], capture_output=True, timeout=120)
 
 
-def _copy_repo(dest: Path) -> Path:
-    for name in ("Snakefile", "config.yaml", "workflow", "src"):
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / name)
-    return dest
 
 
 def _snakemake(repo: Path, *args: str, timeout_s: int = 900) -> list[str]:
@@ -92,8 +87,8 @@ def _known_to_slurm() -> set[str]:
     return set(out.stdout.split())
 
 
-def test_smoke_figures_run_as_slurm_jobs(cluster, tmp_path):
-    repo = _copy_repo(tmp_path)
+def test_smoke_figures_run_as_slurm_jobs(cluster, tmp_path, copy_repo):
+    repo = copy_repo(tmp_path)
     targets = ["figures/alignment/fig1.pdf", "figures/collapse/fig3.pdf", "figures/tangent/fig2.pdf"]
     start = time.monotonic()
     proc = subprocess.run(_snakemake(repo, *targets), cwd=repo, env=_env(repo), capture_output=True, text=True)
@@ -124,8 +119,8 @@ def _long_training_config(repo: Path) -> str:
     return f"results/runs/chain_fig1/{run}.pt"
 
 
-def test_scancelled_training_job_resumes_from_its_checkpoint(cluster, tmp_path):
-    repo = _copy_repo(tmp_path)
+def test_scancelled_training_job_resumes_from_its_checkpoint(cluster, tmp_path, copy_repo):
+    repo = copy_repo(tmp_path)
     target = _long_training_config(repo)
     ckpt = repo / target.replace(".pt", ".ckpt")
     log = repo / target.replace("results/runs/", "results/logs/train/").replace(".pt", ".log")

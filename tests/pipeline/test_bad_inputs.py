@@ -4,7 +4,6 @@ tests/BAD_INPUTS.md; add a row there with each new case here."""
 
 import os
 import re
-import shutil
 import signal
 import subprocess
 import sys
@@ -18,18 +17,12 @@ import yaml
 from featlearn import config as fc
 from featlearn.store import read_store
 
-ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 MNIST_CACHE = "results/data/mnist/flatten-True_n-50000_n_test-10000_source-real_standardize-channel_targets-shifted.pt"
 
 pytestmark = pytest.mark.pipeline
 
 
-def _copy_repo(dest: Path) -> Path:
-    for name in ("Snakefile", "config.yaml", "workflow", "src"):
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / name)
-    return dest
 
 
 def _cmd(*args: str, scale: str = "smoke") -> list[str]:
@@ -92,8 +85,8 @@ CASES = [
 
 @pytest.mark.parametrize("case,breaks,targets,scale,messages,absent", CASES, ids=[c[0] for c in CASES])
 def test_bad_input_stops_with_a_message_naming_what_and_where(tmp_path, case, breaks, targets, scale, messages,
-                                                              absent):
-    repo = _copy_repo(tmp_path)
+                                                              absent, copy_repo):
+    repo = copy_repo(tmp_path)
     breaks(repo)
     proc = _run(repo, *targets, scale=scale)
     out = proc.stdout + proc.stderr
@@ -104,8 +97,8 @@ def test_bad_input_stops_with_a_message_naming_what_and_where(tmp_path, case, br
         assert not (repo / path).exists(), f"{case}: {path} was written"
 
 
-def test_a_diverged_run_is_recorded_and_the_figure_still_builds(tmp_path):
-    repo = _copy_repo(tmp_path)
+def test_a_diverged_run_is_recorded_and_the_figure_still_builds(tmp_path, copy_repo):
+    repo = copy_repo(tmp_path)
     _edit_config(repo, lambda c: c["experiments"]["chain_fig1"]["scales"]["smoke"]["train"].update(lr=1.0e4))
     proc = _run(repo, "figures/alignment/fig1.pdf")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
@@ -140,8 +133,8 @@ def _wait_for_checkpoint(proc: subprocess.Popen, ckpt: Path) -> None:
 
 
 @pytest.mark.parametrize("how", ["Ctrl-C on snakemake", "SIGKILL of the training job"])
-def test_an_interrupted_build_leaves_nothing_taken_as_done_and_resumes(tmp_path, how):
-    repo = _copy_repo(tmp_path)
+def test_an_interrupted_build_leaves_nothing_taken_as_done_and_resumes(tmp_path, how, copy_repo):
+    repo = copy_repo(tmp_path)
     target, log = _long_run(repo)
     ckpt = repo / target.replace(".pt", ".ckpt")
     proc = _start(repo, target)

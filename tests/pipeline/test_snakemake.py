@@ -1,7 +1,6 @@
 """The whole DAG at smoke scale, in a temporary copy of the repository, through real Snakemake."""
 
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -9,7 +8,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 # Every figure of the three papers: alignment 1–17 (TMLR numbering), collapse 1–12, tangent 1–3.
 FIGURES = (
@@ -21,11 +19,6 @@ FIGURES = (
 pytestmark = pytest.mark.pipeline
 
 
-def _copy_repo(dest: Path) -> Path:
-    for name in ("Snakefile", "config.yaml", "workflow", "src"):
-        src = ROOT / name
-        (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / name)
-    return dest
 
 
 def _snakemake(repo: Path, *targets: str, options: tuple[str, ...] = (), check: bool = True):
@@ -51,8 +44,8 @@ def _planned_rules(repo: Path, *targets: str) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
-    repo = _copy_repo(tmp_path_factory.mktemp("repo"))
+def built(tmp_path_factory, copy_repo):
+    repo = copy_repo(tmp_path_factory.mktemp("repo"))
     _snakemake(repo)
     return repo
 
@@ -98,8 +91,8 @@ def test_editing_a_metric_module_reruns_metrics_and_figures_never_training(built
     _snakemake(built)
 
 
-def test_bad_config_stops_before_any_job_with_a_clear_message(tmp_path):
-    repo = _copy_repo(tmp_path)
+def test_bad_config_stops_before_any_job_with_a_clear_message(tmp_path, copy_repo):
+    repo = copy_repo(tmp_path)
     cfg = yaml.safe_load((repo / "config.yaml").read_text())
     cfg["experiments"]["init_sweep"]["train"]["lr"] = -0.1
     cfg["experiments"]["slo_sweep"]["model"]["activation"] = "tanh"
@@ -112,8 +105,8 @@ def test_bad_config_stops_before_any_job_with_a_clear_message(tmp_path):
     assert not (repo / "results").exists() and not (repo / "figures").exists()
 
 
-def test_unknown_figure_target_names_the_available_ones(tmp_path):
-    repo = _copy_repo(tmp_path)
+def test_unknown_figure_target_names_the_available_ones(tmp_path, copy_repo):
+    repo = copy_repo(tmp_path)
     proc = _snakemake(repo, "figures/alignment/fig99.pdf", options=("-n",), check=False)
     assert proc.returncode != 0
     assert "figures/alignment/fig99.pdf is not a figure this pipeline builds" in proc.stdout + proc.stderr
