@@ -183,7 +183,7 @@ def _load_checkpoint(path: Path, spec: str) -> dict | None:
     except OSError as err:  # a truncated or corrupted file: say so, start over
         log.warning("checkpoint %s: %s; training from scratch", path, err)
         return None
-    if not isinstance(ckpt, dict) or ckpt.get("spec") != spec:
+    if ckpt.get("spec") != spec:
         log.warning("checkpoint %s belongs to another configuration; training from scratch", path)
         return None
     if not CHECKPOINT_KEYS <= ckpt.keys():
