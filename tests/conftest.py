@@ -3,6 +3,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import yaml
 
 torch.set_num_threads(1)
 
@@ -20,3 +21,21 @@ def copy_repo():
         return dest
 
     return copy
+
+
+@pytest.fixture(scope="session")
+def long_training_run():
+    """A function making chain_fig1's smoke run long enough to interrupt (checkpoints every half second) in a
+    copied repo; it returns the run's target and its log, both relative to the repo."""
+    from featlearn import config as fc
+
+    def lengthen(repo: Path) -> tuple[str, str]:
+        path = repo / "config.yaml"
+        cfg = yaml.safe_load(path.read_text())
+        cfg["experiments"]["chain_fig1"]["scales"]["smoke"].update(
+            model={"widths": [256, 256]}, train={"steps": 20000, "measure_every": 5000, "checkpoint_seconds": 0.5})
+        path.write_text(yaml.safe_dump(cfg))
+        run = next(iter(fc.runs(cfg | {"scale": "smoke"}, "chain_fig1")))
+        return f"results/runs/chain_fig1/{run}.pt", f"results/logs/train/chain_fig1/{run}.log"
+
+    return lengthen

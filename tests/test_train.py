@@ -42,9 +42,7 @@ def test_two_identical_runs_are_bitwise_identical(tmp_path, method):
     a = train(spec, _data(spec), tmp_path / "a.pt", tmp_path / "a.ckpt")
     b = train(spec, _data(spec), tmp_path / "b.pt", tmp_path / "b.ckpt")
     assert a["status"] == "completed"
-    assert torch.equal(a["losses"], b["losses"])
-    for step in a["snapshots"]:
-        assert all(torch.equal(a["snapshots"][step][k], b["snapshots"][step][k]) for k in a["snapshots"][step])
+    _assert_same_run(b, a)
     assert float(a["losses"][-1]) < float(a["losses"][0])
 
 
@@ -57,17 +55,25 @@ def test_divergence_is_recorded_not_raised(tmp_path):
     assert torch.load(tmp_path / "d.pt", weights_only=False)["status"] == "diverged"
 
 
-def _train_slowly(spec, data, out, ckpt):
-    train(spec, data, out, ckpt)
+def _reference_and_forked_run(tmp_path, spec):
+    """An uninterrupted reference run, and the same run started in a forked process (torch already loaded)."""
+    data = _data(spec)
+    reference = train(spec, data, tmp_path / "ref.pt", tmp_path / "ref.ckpt")
+    out, ckpt = tmp_path / "run.pt", tmp_path / "run.ckpt"
+    proc = mp.get_context("fork").Process(target=train, args=(spec, data, out, ckpt))
+    proc.start()
+    return reference, data, proc, out, ckpt
+
+
+def _assert_same_run(record, reference):
+    assert torch.equal(record["losses"], reference["losses"])
+    for step, weights in reference["snapshots"].items():
+        assert all(torch.equal(weights[k], record["snapshots"][step][k]) for k in weights)
 
 
 def test_killed_run_resumes_and_matches_uninterrupted(tmp_path):
     spec = _spec(optimizer="sgd", batch_size=8, steps=4000, measure_every=50, checkpoint_seconds=0.05)
-    data = _data(spec)
-    reference = train(spec, data, tmp_path / "ref.pt", tmp_path / "ref.ckpt")
-    out, ckpt = tmp_path / "run.pt", tmp_path / "run.ckpt"
-    proc = mp.get_context("fork").Process(target=_train_slowly, args=(spec, data, out, ckpt))
-    proc.start()
+    reference, data, proc, out, ckpt = _reference_and_forked_run(tmp_path, spec)
     deadline = time.monotonic() + 60
     while not ckpt.exists() and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -80,19 +86,13 @@ def test_killed_run_resumes_and_matches_uninterrupted(tmp_path):
     assert 0 < resumed_from < 4000
     record = train(spec, data, out, ckpt)
     assert not ckpt.exists()
-    assert torch.equal(record["losses"], reference["losses"])
-    for step, weights in reference["snapshots"].items():
-        assert all(torch.equal(weights[k], record["snapshots"][step][k]) for k in weights)
+    _assert_same_run(record, reference)
 
 
 def test_sigterm_checkpoints_at_once_and_the_rerun_matches_uninterrupted(tmp_path):
     """SLURM's time limit, preemption and scancel send SIGTERM: the run saves where it is, not a minute back."""
     spec = _spec(optimizer="sgd", batch_size=8, steps=40000, measure_every=1000, checkpoint_seconds=3600)
-    data = _data(spec)
-    reference = train(spec, data, tmp_path / "ref.pt", tmp_path / "ref.ckpt")
-    out, ckpt = tmp_path / "run.pt", tmp_path / "run.ckpt"
-    proc = mp.get_context("fork").Process(target=_train_slowly, args=(spec, data, out, ckpt))
-    proc.start()
+    reference, data, proc, out, ckpt = _reference_and_forked_run(tmp_path, spec)
     time.sleep(0.5)  # forked with torch loaded: training starts within milliseconds
     os.kill(proc.pid, signal.SIGTERM)
     proc.join(60)
@@ -101,9 +101,7 @@ def test_sigterm_checkpoints_at_once_and_the_rerun_matches_uninterrupted(tmp_pat
     stopped_at = torch.load(ckpt, weights_only=False)["step"]
     assert 0 < stopped_at < 40000  # a periodic checkpoint would not exist yet (one per hour)
     record = train(spec, data, out, ckpt)
-    assert torch.equal(record["losses"], reference["losses"])
-    for step, weights in reference["snapshots"].items():
-        assert all(torch.equal(weights[k], record["snapshots"][step][k]) for k in weights)
+    _assert_same_run(record, reference)
 
 
 def test_corrupted_checkpoint_is_reported_and_ignored(tmp_path, caplog):

@@ -15,9 +15,6 @@ from pathlib import Path
 
 import pytest
 import torch
-import yaml
-
-from featlearn import config as fc
 
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT.parent / "shared" / "cluster"
@@ -106,24 +103,10 @@ def test_smoke_figures_run_as_slurm_jobs(cluster, tmp_path, copy_repo):
     print(f"{len(logs)} jobs through SLURM in {seconds:.0f} s")
 
 
-def _long_training_config(repo: Path) -> str:
-    """chain_fig1 at smoke scale made long enough to cancel mid-run, checkpointing every half second."""
-    path = repo / "config.yaml"
-    cfg = yaml.safe_load(path.read_text())
-    smoke = cfg["experiments"]["chain_fig1"]["scales"]["smoke"]
-    smoke["model"] = {"widths": [256, 256]}
-    smoke["train"] = {"steps": 20000, "measure_every": 5000, "checkpoint_seconds": 0.5}
-    path.write_text(yaml.safe_dump(cfg))
-    cfg["scale"] = "smoke"
-    run = next(iter(fc.runs(cfg, "chain_fig1")))
-    return f"results/runs/chain_fig1/{run}.pt"
-
-
-def test_scancelled_training_job_resumes_from_its_checkpoint(cluster, tmp_path, copy_repo):
+def test_scancelled_training_job_resumes_from_its_checkpoint(cluster, tmp_path, copy_repo, long_training_run):
     repo = copy_repo(tmp_path)
-    target = _long_training_config(repo)
-    ckpt = repo / target.replace(".pt", ".ckpt")
-    log = repo / target.replace("results/runs/", "results/logs/train/").replace(".pt", ".log")
+    target, log = long_training_run(repo)
+    ckpt, log = repo / target.replace(".pt", ".ckpt"), repo / log
     first = subprocess.Popen(_snakemake(repo, target), cwd=repo, env=_env(repo),
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     deadline = time.monotonic() + 300

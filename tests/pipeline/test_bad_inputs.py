@@ -14,7 +14,6 @@ import pytest
 import torch
 import yaml
 
-from featlearn import config as fc
 from featlearn.store import read_store
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -62,7 +61,7 @@ def _mnist_with_wrong_files(repo):
         (raw / name).write_bytes(b"these are not MNIST's files\n")
 
 
-def _mnist_absent(repo):
+def _as_shipped(repo):
     pass
 
 
@@ -72,11 +71,11 @@ CASES = [
      [r"config\.yaml is not valid YAML: .* at line \d+, column \d+"], ["results", "figures"]),
     ("unknown config key", _unknown_key, ("figures/alignment/fig1.pdf",), "smoke",
      [r"experiments\.chain_fig1\.train.*lrr"], ["results", "figures"]),
-    ("unknown figure target", lambda repo: None, ("figures/collapse/fig13.pdf",), "smoke",
+    ("unknown figure target", _as_shipped, ("figures/collapse/fig13.pdf",), "smoke",
      [r"figures/collapse/fig13\.pdf is not a figure this pipeline builds"], ["results"]),
     ("results is not a directory", _results_is_a_file, ("figures/tangent/fig2.pdf",), "smoke",
      [r"results exists but is not a directory.*move or delete that file"], ["figures"]),
-    ("dataset absent (paper scale, no download)", _mnist_absent, (MNIST_CACHE,), "paper",
+    ("dataset absent (paper scale, no download)", _as_shipped, (MNIST_CACHE,), "paper",
      [r"MNIST not found in data/MNIST/raw", r"--config download=true"], [MNIST_CACHE]),
     ("dataset folder with the wrong files", _mnist_with_wrong_files, (MNIST_CACHE,), "paper",
      [r"MNIST files in data/MNIST/raw could not be read", r"not the original files"], [MNIST_CACHE]),
@@ -108,17 +107,6 @@ def test_a_diverged_run_is_recorded_and_the_figure_still_builds(tmp_path, copy_r
     assert "diverged at step" in log.read_text()
 
 
-def _long_run(repo: Path) -> tuple[str, Path]:
-    """chain_fig1 at smoke scale made long enough to interrupt, checkpointing every half second."""
-    def longer(cfg):
-        cfg["experiments"]["chain_fig1"]["scales"]["smoke"].update(
-            model={"widths": [256, 256]}, train={"steps": 20000, "measure_every": 5000, "checkpoint_seconds": 0.5})
-    _edit_config(repo, longer)
-    cfg = yaml.safe_load((repo / "config.yaml").read_text()) | {"scale": "smoke"}
-    run = next(iter(fc.runs(cfg, "chain_fig1")))
-    return f"results/runs/chain_fig1/{run}.pt", repo / f"results/logs/train/chain_fig1/{run}.log"
-
-
 def _start(repo: Path, target: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(repo / "src")}
     return subprocess.Popen(_cmd(target), cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
@@ -133,10 +121,10 @@ def _wait_for_checkpoint(proc: subprocess.Popen, ckpt: Path) -> None:
 
 
 @pytest.mark.parametrize("how", ["Ctrl-C on snakemake", "SIGKILL of the training job"])
-def test_an_interrupted_build_leaves_nothing_taken_as_done_and_resumes(tmp_path, how, copy_repo):
+def test_an_interrupted_build_leaves_nothing_taken_as_done_and_resumes(tmp_path, how, copy_repo, long_training_run):
     repo = copy_repo(tmp_path)
-    target, log = _long_run(repo)
-    ckpt = repo / target.replace(".pt", ".ckpt")
+    target, log = long_training_run(repo)
+    ckpt, log = repo / target.replace(".pt", ".ckpt"), repo / log
     proc = _start(repo, target)
     _wait_for_checkpoint(proc, ckpt)
     if how == "Ctrl-C on snakemake":

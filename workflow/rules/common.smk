@@ -99,11 +99,11 @@ STORE_SOURCES = {
     "first_order": THEORY_SOURCES,
     "tangent_mnist": sources("metrics/tangent.py", "tangent_experiment.py", "store.py"),
     "tangent_penalties": sources("metrics/tangent.py", "store.py"),
-    "deep_rfm": sources(
-        "rfm/experiment.py", "rfm/deep_rfm.py", "rfm/features.py", "rfm/kernels.py", "rfm/linalg.py",
-        "metrics/collapse.py", "store.py",
-    ),
 }
+DEEP_RFM_SOURCES = sources(
+    "rfm/experiment.py", "rfm/deep_rfm.py", "rfm/features.py", "rfm/kernels.py", "rfm/linalg.py",
+    "metrics/collapse.py", "store.py",
+)
 
 
 def data_path(params):

@@ -79,7 +79,7 @@ rule deep_rfm_dataset:
         "results/metrics/{experiment}/{dataset}.nc",
     input:
         data=lambda w: data_path(fc.deep_rfm_data(EXPERIMENTS[w.experiment], w.dataset)),
-        code=STORE_SOURCES["deep_rfm"],
+        code=DEEP_RFM_SOURCES,
     params:
         experiment=lambda w: EXPERIMENTS[w.experiment],
     wildcard_constraints:
