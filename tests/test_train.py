@@ -11,7 +11,7 @@ from featlearn.data.synthetic import make_dataset
 from featlearn.train import measurement_steps, train
 
 SPEC = {
-    "experiment": "t", "sweep": {}, "device": "cpu", "seed": 0,
+    "experiment": "t", "sweep": {}, "seed": 0,
     "data": {"task": "chain_monomial", "r": 3, "d": 6, "n": 32, "n_test": 16, "alpha": None, "seed": 0},
     "model": {"widths": [16, 16], "activation": "relu", "init_scales": [1.0, 1.0], "init_convention": "torch_std",
               "readout_scale": 1.0},

@@ -250,7 +250,7 @@ def runs(config: dict, name: str) -> dict[str, dict]:
     for values in itertools.product(*(sweep[d] for d in dims)):
         point = dict(zip(dims, values))
         spec = {k: copy.deepcopy(exp[k]) for k in ("data", "model", "train", "measure")}
-        spec["experiment"], spec["sweep"], spec["device"] = name, point, config["device"]
+        spec["experiment"], spec["sweep"] = name, point
         spec["seed"] = point.get("seed", 0)
         if exp["kind"] == "training":  # synthetic data is drawn per seed; a real dataset is one fixed set
             spec["data"]["seed"] = spec["seed"]
@@ -262,11 +262,11 @@ def runs(config: dict, name: str) -> dict[str, dict]:
             spec["model"]["init_scales"][0] = point["init_scale"]
         if "optimizer" in point:
             spec["train"]["optimizer"] = point["optimizer"]
-        for block, name in FOLLOWING:  # list-valued: one value per value of the sweep key lr_follows
-            value = spec[block].get(name)
+        for block, field in FOLLOWING:  # list-valued: one value per value of the sweep key lr_follows
+            value = spec[block].get(field)
             if isinstance(value, list):
                 follows = spec["train"]["lr_follows"]
-                spec[block][name] = value[sweep[follows].index(point[follows])]
+                spec[block][field] = value[sweep[follows].index(point[follows])]
         table[key(point)] = spec
     return table
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import sys
 from pathlib import Path
+from types import TracebackType
 
 import torch
 
@@ -31,7 +33,32 @@ def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logg
         gpu = claim_gpu()
         log.info("CUDA_VISIBLE_DEVICES=%s (%s)", os.environ.get("CUDA_VISIBLE_DEVICES", "unset"),
                  "claimed here" if gpu is not None else "left to the scheduler, the user or a GPU-less machine")
+    sys.excepthook = _log_uncaught
     return log
+
+
+def _log_uncaught(kind: type[BaseException], err: BaseException, tb: TracebackType | None) -> None:
+    """The traceback of a failing job goes to its own log file too: on a cluster nobody opens the SLURM log."""
+    logging.getLogger("featlearn").critical("job failed", exc_info=(kind, err, tb))
+
+
+def job_device(configured: str, gpus: int) -> torch.device:
+    """Where a job computes: on CUDA exactly when its rule asked for a GPU (``resources: gpu``), else the CPU.
+
+    ``configured`` is config.yaml's ``device``. A job granted a GPU that CUDA cannot see fails under
+    ``device: cuda`` and falls back to the CPU, with a warning, under ``device: auto``.
+    """
+    if not gpus:
+        return torch.device("cpu")
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES", "unset")
+    if configured == "cuda":
+        raise RuntimeError(f"config.yaml: device is 'cuda' but this job sees no CUDA device on {socket.gethostname()} "
+                           f"(CUDA_VISIBLE_DEVICES={visible}); run where a GPU is, or set device: auto or cpu")
+    logging.getLogger("featlearn").warning("device auto: this job asked for a GPU but CUDA sees none "
+                                           "(CUDA_VISIBLE_DEVICES=%s); computing on the CPU", visible)
+    return torch.device("cpu")
 
 
 def save_tensors(obj: dict, path: str | Path) -> None:
@@ -51,7 +78,7 @@ def load_tensors(path: str | Path) -> dict:
     """torch.load that checks the content digest and says which file is broken and how to rebuild it."""
     fix = "delete it and rerun snakemake to rebuild it"
     try:
-        obj = torch.load(path, weights_only=False)
+        obj = torch.load(path, weights_only=False, map_location="cpu")  # a GPU's file opens anywhere
     except Exception as err:
         raise OSError(f"{path} is unreadable ({err}); {fix}") from err
     if not isinstance(obj, dict):

@@ -36,13 +36,6 @@ from featlearn.optim.slo import SLO, adaptive_speeds
 log = logging.getLogger(__name__)
 
 
-def resolve_device(device: str) -> torch.device:
-    """``auto`` is CUDA when present, else the CPU."""
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    return torch.device(device)
-
-
 def measurement_steps(steps: int, every: int, start: int = 0, stride: int = 1) -> list[int]:
     """Init, step 1 (the first centered point), every ``every``-th unit after ``start``, and the final step.
 
@@ -194,14 +187,15 @@ def _load_checkpoint(path: Path, spec: str) -> dict | None:
     return ckpt
 
 
-def train(spec: dict, data: dict, out: Path, checkpoint: Path) -> dict:
-    """Train one run and write ``out``: snapshots, per-step losses, schedule, status. Returns the record.
+def train(spec: dict, data: dict, out: Path, checkpoint: Path, device: torch.device | str = "cpu") -> dict:
+    """Train one run on ``device`` and write ``out``: snapshots, per-step losses, schedule, status. Returns the record.
 
-    ``spec`` is one entry of ``featlearn.config.runs``; ``data`` the run's dataset file.
+    ``spec`` is one entry of ``featlearn.config.runs``; ``data`` the run's dataset file. The device is not part of the
+    spec: where a run computes does not change what it is (a checkpoint written on a GPU resumes on the CPU).
     """
     out, checkpoint = Path(out), Path(checkpoint)
     tr = spec["train"]
-    device = resolve_device(spec["device"])
+    device = torch.device(device)
     tensors = training_tensors(data)
     model = build_model(spec, data).to(device)
     model.train()
@@ -302,8 +296,7 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path) -> dict:
 
 
 def _adaptive(model: nn.Module, x: torch.Tensor, s: float) -> list[float]:
-    """Adaptive SLO: measure every hidden layer's UC-NFC at the current weights (full batch)."""
+    """Adaptive SLO: measure every hidden layer's UC-NFC at the current weights (full batch), on their device."""
     jacs = layer_jacobians(model, x)
-    uc = [nfc(layer.weight.detach().cpu(), ptk_feature_covariance(j.detach().cpu()))
-          for layer, j in zip(model.hidden, jacs)]
+    uc = [nfc(layer.weight.detach(), ptk_feature_covariance(j.detach())) for layer, j in zip(model.hidden, jacs)]
     return adaptive_speeds(uc, len(model.layers), s)

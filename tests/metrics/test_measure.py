@@ -15,7 +15,7 @@ from featlearn.store import provenance, read_store, write_store
 from featlearn.train import train
 
 SPEC = {
-    "experiment": "t", "sweep": {}, "device": "cpu", "seed": 0,
+    "experiment": "t", "sweep": {}, "seed": 0,
     "data": {"task": "chain_monomial", "r": 5, "d": 8, "n": 48, "n_test": 16, "alpha": None, "seed": 0},
     "model": {"widths": [32, 24], "activation": "relu", "init_scales": [1.0, 1.0], "init_convention": "torch_std",
               "readout_scale": 1.0},

@@ -2,6 +2,8 @@
 import ast
 import re
 
+from featlearn import resources as fr
+
 SRC = "src/featlearn/"
 SCALE = config["scale"]
 
@@ -137,27 +139,16 @@ def store_path(experiment):
     return f"results/metrics/{experiment}.nc"
 
 
-# What each job asks of a scheduler, by scale and weight: (runtime in minutes, mem_mb, GPUs). The SLURM profile
-# turns these into sbatch options (a cluster with other limits overrides one rule there with `set-resources`);
-# locally they only bound which jobs run at once. Quick-scale memory is about twice the peak RSS measured in
-# results/benchmarks/ (benchmarks/README.md); paper-scale values are estimates for one GPU per network run.
-JOB_RESOURCES = {
-    "smoke": {"light": (5, 1000, 0), "cpu": (10, 1000, 0), "gpu": (10, 2000, 0)},
-    "quick": {"light": (10, 1000, 0), "cpu": (30, 2000, 0), "gpu": (60, 4000, 0)},
-    "paper": {"light": (30, 4000, 0), "cpu": (240, 16000, 0), "gpu": (1440, 32000, 1)},
-}
-# Networks on real data and Deep RFM's kernel solves want a GPU at the paper's sizes; the rest is CPU work.
-GPU_KINDS = ("network", "deep_rfm")
+# What each job asks of a scheduler (featlearn.resources: one table, and the one rule for who gets a GPU). The SLURM
+# profile turns these into sbatch options; a cluster with other limits overrides one rule there with `set-resources`.
+def request(what, weight):
+    """A `resources` entry of a rule that never uses a GPU, by weight: light, cpu or gpu."""
+    return fr.fixed_resources(SCALE, weight)[what]
 
 
-def job_weight(experiment):
-    return "gpu" if EXPERIMENTS[experiment]["kind"] in GPU_KINDS else "cpu"
-
-
-def request(what, weight=None):
-    """A `resources` entry (runtime, mem_mb or gpu) for jobs of a fixed weight, or of their experiment's weight."""
-    index = ("runtime", "mem_mb", "gpu").index(what)
-    return lambda w: JOB_RESOURCES[SCALE][weight or job_weight(w.experiment)][index]
+def job_request(what, stage):
+    """A `resources` entry (runtime, mem_mb or gpu) of a `stage` job, from its experiment's kind and `device`."""
+    return lambda w: fr.job_resources(config["device"], SCALE, stage, EXPERIMENTS[w.experiment]["kind"])[what]
 
 
 THREADS = config.get("threads", 1)

@@ -18,9 +18,9 @@ rule measure_run:
         "results/benchmarks/measure/{experiment}/{run}.tsv",
     threads: THREADS
     resources:
-        runtime=request("runtime"),
-        mem_mb=request("mem_mb"),
-        gpu=request("gpu"),
+        runtime=job_request("runtime", "measure"),
+        mem_mb=job_request("mem_mb", "measure"),
+        gpu=job_request("gpu", "measure"),
         cpus_per_task=THREADS,
     script:
         "../scripts/measure.py"
@@ -65,9 +65,8 @@ rule build_store:
         "results/benchmarks/stores/{experiment}.tsv",
     threads: THREADS
     resources:
-        runtime=request("runtime"),
-        mem_mb=request("mem_mb"),
-        gpu=request("gpu"),
+        runtime=job_request("runtime", "store"),
+        mem_mb=job_request("mem_mb", "store"),
         cpus_per_task=THREADS,
     script:
         "../scripts/build_store.py"
@@ -90,9 +89,9 @@ rule deep_rfm_dataset:
         "results/benchmarks/deep_rfm/{experiment}/{dataset}.tsv",
     threads: THREADS
     resources:
-        runtime=request("runtime"),
-        mem_mb=request("mem_mb"),
-        gpu=request("gpu"),
+        runtime=job_request("runtime", "deep_rfm"),
+        mem_mb=job_request("mem_mb", "deep_rfm"),
+        gpu=job_request("gpu", "deep_rfm"),
         cpus_per_task=THREADS,
     script:
         "../scripts/deep_rfm.py"

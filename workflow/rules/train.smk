@@ -18,9 +18,9 @@ rule train:
         "results/benchmarks/train/{experiment}/{run}.tsv",
     threads: THREADS
     resources:
-        runtime=request("runtime"),
-        mem_mb=request("mem_mb"),
-        gpu=request("gpu"),
+        runtime=job_request("runtime", "train"),
+        mem_mb=job_request("mem_mb", "train"),
+        gpu=job_request("gpu", "train"),
         cpus_per_task=THREADS,
     script:
         "../scripts/train.py"

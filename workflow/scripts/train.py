@@ -1,7 +1,9 @@
-from featlearn.jobs import load_tensors, start
+from featlearn.jobs import job_device, load_tensors, start
 from featlearn.train import train
 
-log = start(snakemake.log[0], snakemake.threads, snakemake.resources.get("gpu", 0))
+gpus = snakemake.resources.get("gpu", 0)
+log = start(snakemake.log[0], snakemake.threads, gpus)
+device = job_device(snakemake.config["device"], gpus)
 data = load_tensors(snakemake.input.data)
-record = train(snakemake.params.spec, data, snakemake.output[0], snakemake.params.checkpoint)
-log.info("%s: %s after %.1f s", snakemake.output[0], record["status"], record["seconds"])
+record = train(snakemake.params.spec, data, snakemake.output[0], snakemake.params.checkpoint, device)
+log.info("%s: %s on %s after %.1f s", snakemake.output[0], record["status"], device, record["seconds"])

@@ -16,7 +16,8 @@ def layer_jacobians(model: MLP, x: torch.Tensor) -> list[torch.Tensor]:
     """J_ℓ for every hidden layer ℓ, each of shape (n, c, k_{ℓ+1})."""
     n = x.shape[0]
     shifts = [
-        torch.zeros(n, layer.weight.shape[0], dtype=x.dtype, requires_grad=True) for layer in model.hidden
+        torch.zeros(n, layer.weight.shape[0], dtype=x.dtype, device=x.device, requires_grad=True)
+        for layer in model.hidden
     ]
     out = model(x, shifts)
     c = out.shape[1]

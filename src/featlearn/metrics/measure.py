@@ -2,11 +2,17 @@
 
 At every snapshot one batched backward pass gives J_t for all layers; J_0 is cached, so the
 centered quantities cost no extra pass. Steps the run never reached (it diverged) are NaN.
+Everything runs on the job's ``device``: the models, the inputs, the Jacobians and the float64
+algebra (K, NFC, NC); only finished numbers come back to the CPU.
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import numpy as np
 import torch
@@ -18,6 +24,8 @@ from featlearn.metrics import nfa
 from featlearn.metrics.jacobians import layer_jacobians
 from featlearn.models import build_model
 from featlearn.train import evaluate, token_batch, training_tensors
+
+log = logging.getLogger(__name__)
 
 LONG_NAMES = {
     "uc_nfc": "uncentered NFC ρ(WᵀW, WᵀKW)",
@@ -50,10 +58,24 @@ LONG_NAMES = {
 }
 
 
-def _model_at(spec: dict, data: dict, state: dict[str, torch.Tensor]) -> nn.Module:
+def _model_at(spec: dict, data: dict, state: dict[str, torch.Tensor], device: torch.device) -> nn.Module:
     model = build_model(spec, data)
     model.load_state_dict(state)
-    return model.eval()
+    return model.to(device).eval()
+
+
+class _Progress:
+    """One log line per finished snapshot with the time left, so a slow job is told apart from a hung one."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.began = total, 0, time.monotonic()
+
+    def step(self, label: str) -> None:
+        self.done += 1
+        spent = time.monotonic() - self.began
+        left = spent / self.done * (self.total - self.done)
+        log.info("snapshot %d/%d (%s) measured; %.1f s so far, about %.0f s left", self.done, self.total, label,
+                 spent, left)
 
 
 def _weights(model: nn.Module) -> list[torch.Tensor]:
@@ -73,22 +95,31 @@ def time_axis(record: dict, spec: dict) -> tuple[str, list[int], list[float]]:
     return "epoch", steps, [(s - plan["warmup_steps"]) / plan["steps_per_epoch"] for s in steps]
 
 
-def measure_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
+def measure_run(record: dict, data: dict, spec: dict, device: torch.device | str = "cpu") -> xr.Dataset:
     """One run's metric dataset, by the run's measurement family (``measure.family``): the NFA of
-    MLP layers, of conv layers (VGG), of attention projections (GPT), or neural collapse."""
+    MLP layers, of conv layers (VGG), of attention projections (GPT), or neural collapse; on ``device``."""
     family = spec["measure"].get("family", "nfa")
-    if family == "nfa":
-        return measure_mlp_run(record, data, spec)
-    if family == "conv_nfa":
-        return measure_conv_run(record, data, spec)
-    if family == "attention_nfa":
-        return measure_attention_run(record, data, spec)
-    if family == "collapse":
-        return measure_collapse_run(record, data, spec)
-    raise ValueError(f"unknown measure.family {family!r}")
+    families = {"nfa": measure_mlp_run, "conv_nfa": measure_conv_run, "attention_nfa": measure_attention_run,
+                "collapse": measure_collapse_run}
+    if family not in families:
+        raise ValueError(f"unknown measure.family {family!r}")
+    with _exact_float32():
+        return families[family](record, data, spec, torch.device(device))
 
 
-def measure_mlp_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
+@contextmanager
+def _exact_float32() -> Iterator[None]:
+    """No TF32 while measuring: cuDNN convolutions use it by default on a GPU, and its 10-bit mantissa would move K by
+    1e-3, so a store would depend on where it was computed."""
+    flags = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        yield
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
+
+
+def measure_mlp_run(record: dict, data: dict, spec: dict, device: torch.device) -> xr.Dataset:
     """Every per-snapshot, per-layer NFA quantity of one MLP run, both correlation conventions.
 
     K is taken over the first ``measure.n_measure`` training points (all when absent), exactly
@@ -97,10 +128,11 @@ def measure_mlp_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
     centered = spec["measure"].get("centered", False)
     dim, steps, coord = time_axis(record, spec)
     layers = len(spec["model"]["widths"])
-    tensors = training_tensors(data)
+    tensors = {k: v.to(device) for k, v in training_tensors(data).items()}
     x, y = tensors["x"], tensors["y"]
     x_k = x[: spec["measure"].get("n_measure") or len(x)]
     snaps = record["snapshots"]
+    progress = _Progress(sum(step in snaps for step in steps))
     conv = list(nfa.CONVENTIONS)
 
     def empty(*shape: int) -> np.ndarray:
@@ -110,14 +142,15 @@ def measure_mlp_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
     scalars = {k: empty(len(steps), layers) for k in ("ratio_c_uc", "ratio_dc_c", "dw_rel", "k_dispersion")}
     losses = {k: empty(len(steps)) for k in ("train_loss", "test_loss", "rho_nfm_egop", "rho_agop_egop")}
     egop = data.get("egop")
-    w0 = _weights(_model_at(spec, data, snaps[0]))
+    egop = None if egop is None else egop.to(device)
+    w0 = _weights(_model_at(spec, data, snaps[0], device))
     j0, last = None, None
     if centered and steps[0] != 0:  # an epoch axis starts after the warm-up: J₀ needs its own pass
-        j0 = [j.detach() for j in layer_jacobians(_model_at(spec, data, snaps[0]), x_k)]
+        j0 = [j.detach() for j in layer_jacobians(_model_at(spec, data, snaps[0], device), x_k)]
     for i, step in enumerate(steps):
         if step not in snaps:
             continue
-        model = _model_at(spec, data, snaps[step])
+        model = _model_at(spec, data, snaps[step], device)
         jacs = [j.detach() for j in layer_jacobians(model, x_k)]
         j0 = jacs if step == 0 else j0
         weights = _weights(model)
@@ -141,6 +174,7 @@ def measure_mlp_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
                 f, g = pairs["uc_nfc"]
                 losses["rho_nfm_egop"][i] = nfa.correlation(f, egop)
                 losses["rho_agop_egop"][i] = nfa.correlation(g, egop)
+        progress.step(f"{dim} {coord[i]:g}")
 
     coords = {dim: coord, "layer": np.arange(1, layers + 1), "convention": conv}
     ds = xr.Dataset(coords=coords)
@@ -202,26 +236,28 @@ def _nfc_dataset(rows: list[list[dict] | None], dim: str, coord: list, layer_dim
     return ds
 
 
-def measure_conv_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
+def measure_conv_run(record: dict, data: dict, spec: dict, device: torch.device) -> xr.Dataset:
     """UC/C-NFC of every VGG conv layer (weights as patch → channel matrices, K summed over positions,
     spec §1.11) on the first ``measure.n_measure`` training images, and the losses, per snapshot."""
     from featlearn.metrics.conv_nfa import conv_feature_covariances, conv_weight_matrix
 
     dim, steps, coord = time_axis(record, spec)
-    tensors = training_tensors(data)
+    tensors = {k: v.to(device) for k, v in training_tensors(data).items()}
     x_k = tensors["x"][: spec["measure"].get("n_measure") or len(tensors["x"])]
-    w0 = [conv_weight_matrix(c) for c in _model_at(spec, data, record["snapshots"][0]).conv_layers]
+    w0 = [conv_weight_matrix(c) for c in _model_at(spec, data, record["snapshots"][0], device).conv_layers]
     rows, train_loss, test_loss = [], np.full(len(steps), np.nan), np.full(len(steps), np.nan)
+    progress = _Progress(sum(step in record["snapshots"] for step in steps))
     for i, step in enumerate(steps):
         if step not in record["snapshots"]:
             rows.append(None)
             continue
-        model = _model_at(spec, data, record["snapshots"][step])
+        model = _model_at(spec, data, record["snapshots"][step], device)
         ks = conv_feature_covariances(model, x_k)
         weights = [conv_weight_matrix(c) for c in model.conv_layers]
         rows.append([_nfc_row(w, w_init, k, step == 0) for w, w_init, k in zip(weights, w0, ks)])
         train_loss[i] = evaluate(model, tensors["x"], tensors["y"])
         test_loss[i] = evaluate(model, tensors["x_test"], tensors["y_test"])
+        progress.step(f"{dim} {coord[i]:g}")
     ds = _nfc_dataset(rows, dim, coord, {"layer": list(range(1, len(w0) + 1))})
     ds["train_loss"], ds["test_loss"] = (dim, train_loss), (dim, test_loss)
     ds.attrs["k_samples"] = len(x_k)
@@ -229,7 +265,7 @@ def measure_conv_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
     return ds.merge(run_status(record))
 
 
-def measure_attention_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
+def measure_attention_run(record: dict, data: dict, spec: dict, device: torch.device) -> xr.Dataset:
     """UC/C-NFC of every block's W_q, W_k, W_v (input LN₁(x_t)) with the random-probe K over all
     next-token logits (spec §1.12) on fixed training windows, and the validation loss, per snapshot."""
     from featlearn.metrics.attention_nfa import attention_feature_covariances
@@ -239,21 +275,23 @@ def measure_attention_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
     dim, steps, coord = time_axis(record, spec)
     tensors = training_tensors(data)
     block = spec["model"]["block_size"]
-    windows = torch.Generator().manual_seed(0)  # the same windows for every snapshot and seed
-    idx, _ = token_batch(tensors["tokens"], m["windows"], block, windows)
-    val_x, val_y = token_batch(tensors["val_tokens"], m["windows"], block, windows)
-    w0 = {k: w.clone() for k, w in attention_weights(_model_at(spec, data, record["snapshots"][0])).items()}
+    windows = torch.Generator().manual_seed(0)  # the same windows for every snapshot and seed, on any device
+    idx, _ = (t.to(device) for t in token_batch(tensors["tokens"], m["windows"], block, windows))
+    val_x, val_y = (t.to(device) for t in token_batch(tensors["val_tokens"], m["windows"], block, windows))
+    w0 = {k: w.clone() for k, w in attention_weights(_model_at(spec, data, record["snapshots"][0], device)).items()}
     keys = sorted(w0)
     rows, val_loss = [], np.full(len(steps), np.nan)
+    progress = _Progress(sum(step in record["snapshots"] for step in steps))
     for i, step in enumerate(steps):
         if step not in record["snapshots"]:
             rows.append(None)
             continue
-        model = _model_at(spec, data, record["snapshots"][step])
+        model = _model_at(spec, data, record["snapshots"][step], device)
         ks = attention_feature_covariances(model, idx, m["probes"], torch.Generator().manual_seed(spec["seed"]))
         weights = attention_weights(model)
         rows.append([_nfc_row(weights[key], w0[key], ks[key], step == 0) for key in keys])
         val_loss[i] = evaluate(model, val_x, val_y, "cross_entropy")
+        progress.step(f"{dim} {coord[i]:g}")
     blocks = sorted({b for b, _ in keys})
     ds = _nfc_dataset(rows, dim, coord, {"block": blocks, "proj": ["k", "q", "v"]})
     ds = ds.drop_vars("ratio_c_uc").reindex(proj=["q", "k", "v"])
@@ -262,25 +300,27 @@ def measure_attention_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
     return ds.merge(run_status(record))
 
 
-def measure_collapse_run(record: dict, data: dict, spec: dict) -> xr.Dataset:
+def measure_collapse_run(record: dict, data: dict, spec: dict, device: torch.device) -> xr.Dataset:
     """NC1 through each head layer's SVD stages, the NFA of every head layer, the last hidden layer's
     W/T and B/T (collapse Figs 2, 7–12) and the losses, per snapshot, on the whole training subset;
     the AGOP on ``measure.n_measure`` class-balanced samples."""
     from featlearn.metrics.collapse_measure import collapse_run_dataset, measure_collapse
 
     dim, steps, coord = time_axis(record, spec)
-    tensors = training_tensors(data)
-    labels = data["labels_train"]
+    tensors = {k: v.to(device) for k, v in training_tensors(data).items()}
+    labels = data["labels_train"].to(device)
     rows, train_loss, test_loss, blank = [], np.full(len(steps), np.nan), np.full(len(steps), np.nan), None
+    progress = _Progress(sum(step in record["snapshots"] for step in steps))
     for i, step in enumerate(steps):
         if step not in record["snapshots"]:
             rows.append(None)
             continue
-        model = _model_at(spec, data, record["snapshots"][step])
+        model = _model_at(spec, data, record["snapshots"][step], device)
         rows.append(measure_collapse(model, tensors["x"], labels, spec["measure"].get("n_measure")))
         blank = {k: np.full(np.shape(v), np.nan) for k, v in rows[-1].items()}
         train_loss[i] = evaluate(model, tensors["x"], tensors["y"])
         test_loss[i] = evaluate(model, tensors["x_test"], tensors["y_test"])
+        progress.step(f"{dim} {coord[i]:g}")
     ds = collapse_run_dataset([blank if r is None else r for r in rows], coord)
     ds["train_loss"], ds["test_loss"] = (dim, train_loss), (dim, test_loss)
     for name in ("train_loss", "test_loss"):
@@ -313,7 +353,7 @@ def _final_diagonals(last: tuple, spec: dict, image: tuple[int, int, int]) -> xr
     corrupted = [torch.diagonal(nfa.agop(w, q)) for q in _random_q(k, spec)]
 
     def picture(diag: torch.Tensor) -> np.ndarray:
-        return diag.reshape(image).mean(0).numpy()
+        return diag.reshape(image).mean(0).cpu().numpy()
 
     dims = ("row", "col")
     ds = xr.Dataset({"nfm_diag": (dims, picture(f)), "agop_diag": (dims, picture(g)),
@@ -326,12 +366,13 @@ def _final_diagonals(last: tuple, spec: dict, image: tuple[int, int, int]) -> xr
 
 
 def _random_q(k: torch.Tensor, spec: dict) -> list[torch.Tensor]:
-    """Q = O diag(eig K) Oᵀ with O Haar-orthogonal, ``measure.random_q_draws`` times (Figs 1, 16)."""
+    """Q = O diag(eig K) Oᵀ with O Haar-orthogonal, ``measure.random_q_draws`` times (Figs 1, 16); O is drawn on
+    the CPU, so a seed gives the same Q on every device."""
     eig = torch.linalg.eigvalsh(k)
     gen = torch.Generator().manual_seed(10_000 + spec["seed"])
     draws = []
     for _ in range(spec["measure"].get("random_q_draws", 0)):
-        o = haar_orthogonal(len(k), gen)
+        o = haar_orthogonal(len(k), gen).to(k.device)
         draws.append((o * eig) @ o.T)
     return draws
 
@@ -343,12 +384,12 @@ def _final_matrices(last: tuple, egop: torch.Tensor | None, spec: dict) -> xr.Da
     k = nfa.ptk_feature_covariance(jacs[0])
     f, g = nfa.nfm(w), nfa.agop(w, k)
     dims = ("input_i", "input_j")
-    ds = xr.Dataset({"nfm": (dims, f.numpy()), "agop": (dims, g.numpy())})
+    ds = xr.Dataset({"nfm": (dims, f.cpu().numpy()), "agop": (dims, g.cpu().numpy())})
     if egop is not None:
-        ds["egop"] = (dims, egop.numpy())
+        ds["egop"] = (dims, egop.cpu().numpy())
     corrupted = [nfa.agop(w, q) for q in _random_q(k, spec)]
     if corrupted:
-        ds["corrupted_agop"] = (dims, corrupted[0].numpy())
+        ds["corrupted_agop"] = (dims, corrupted[0].cpu().numpy())
         ds["rho_nfm_corrupted"] = (("q_draw",), np.array([nfa.correlation(f, c) for c in corrupted]))
     return ds
 

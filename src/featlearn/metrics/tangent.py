@@ -107,7 +107,7 @@ def tangent_kernel(features: Params | torch.Tensor) -> torch.Tensor:
     """Σ_b J_b J_bᵀ, (N, N) float64, over feature blocks J_b (N, …) or one (N, P) matrix."""
     blocks = list(features.values()) if isinstance(features, dict) else [features]
     n = blocks[0].shape[0]
-    kernel = torch.zeros(n, n, dtype=F64)
+    kernel = torch.zeros(n, n, dtype=F64, device=blocks[0].device)
     for block in blocks:
         flat = block.reshape(n, -1)
         for start in range(0, flat.shape[1], GRAM_CHUNK):
@@ -156,7 +156,7 @@ def kernel_alignment(a: torch.Tensor, b: torch.Tensor, centered: bool = False) -
 def linearized_change(gbar: Params, theta0: Params, theta1: Params) -> torch.Tensor:
     """Ḡ(θ1 − θ0), (N,) float64: the right-hand side of Eq. 2."""
     n = len(next(iter(gbar.values())))
-    out = torch.zeros(n, dtype=F64)
+    out = torch.zeros(n, dtype=F64, device=next(iter(gbar.values())).device)
     for k, block in gbar.items():
         flat, step = block.reshape(n, -1), (theta1[k] - theta0[k]).reshape(-1)
         for start in range(0, len(step), GRAM_CHUNK):

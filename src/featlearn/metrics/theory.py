@@ -97,7 +97,7 @@ def data_traces(x: torch.Tensor, y: torch.Tensor) -> DataTraces:
     m = x.T @ _label_weighted(x, y)
     a_mat, b_mat = m @ m, x.T @ x
     d = a_mat.shape[0]
-    eye = torch.eye(d, dtype=F64)
+    eye = torch.eye(d, dtype=F64, device=x.device)
     tau_a, tau_b = float(torch.trace(a_mat)) / d, float(torch.trace(b_mat)) / d
     abar, bbar = a_mat - tau_a * eye, b_mat - tau_b * eye
     p = abar @ bbar
