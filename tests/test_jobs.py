@@ -1,0 +1,33 @@
+import logging
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from featlearn.jobs import job_device
+
+NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour where CUDA sees no device")
+
+
+def test_a_job_without_a_gpu_request_computes_on_the_cpu():
+    assert job_device("cuda", 0) == torch.device("cpu")
+    assert job_device("auto", 0) == torch.device("cpu")
+
+
+@NO_CUDA
+def test_a_gpu_job_without_cuda_fails_under_cuda_and_falls_back_under_auto(caplog):
+    with pytest.raises(RuntimeError, match="device is 'cuda' but this job sees no CUDA device"):
+        job_device("cuda", 1)
+    with caplog.at_level(logging.WARNING, logger="featlearn"):
+        assert job_device("auto", 1) == torch.device("cpu")
+    assert "computing on the CPU" in caplog.text
+
+
+def test_an_uncaught_exception_is_written_to_the_jobs_log(tmp_path):
+    log = tmp_path / "job.log"
+    code = f"from featlearn.jobs import start\nstart({str(log)!r})\nraise ValueError('the cause, named')\n"
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    text = log.read_text()
+    assert "job failed" in text and "Traceback" in text and "ValueError: the cause, named" in text
