@@ -1,7 +1,7 @@
 """Where a build's time and memory go, stage by stage, from the benchmark file every Snakemake job writes.
 
-Run after a build (`make figures`, or any `snakemake` call): `python benchmarks/stages.py [results/benchmarks]`.
-Prints, per stage (the first folder under results/benchmarks: data, train, measure, deep_rfm, stores, combine,
+Run after a build (`make figures`, or any `snakemake` call): `python benchmarks/stages.py [results/quick/benchmarks]`.
+Prints, per stage (the first folder under results/<scale>/benchmarks: data, train, measure, deep_rfm, stores, combine,
 figures, claims), the number of jobs, their summed wall time, the slowest job and the largest peak RSS. Summed
 wall time is CPU-bound work: with `--cores 2` the build's wall clock is roughly half of it.
 """
@@ -25,7 +25,7 @@ def read(root: Path) -> list[tuple[str, str, float, float]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("root", nargs="?", default="results/benchmarks", type=Path)
+    parser.add_argument("root", nargs="?", default="results/quick/benchmarks", type=Path)
     args = parser.parse_args()
     rows = read(args.root)
     if not rows:

@@ -36,6 +36,6 @@ def long_training_run():
             model={"widths": [256, 256]}, train={"steps": 20000, "measure_every": 5000, "checkpoint_seconds": 0.5})
         path.write_text(yaml.safe_dump(cfg))
         run = next(iter(fc.runs(cfg | {"scale": "smoke"}, "chain_fig1")))
-        return f"results/runs/chain_fig1/{run}.pt", f"results/logs/train/chain_fig1/{run}.log"
+        return f"results/smoke/runs/chain_fig1/{run}.pt", f"results/smoke/logs/train/chain_fig1/{run}.log"
 
     return lengthen

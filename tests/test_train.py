@@ -8,6 +8,7 @@ import pytest
 import torch
 
 from featlearn.data.synthetic import make_dataset
+from featlearn.metrics.nfa import hidden_layer_nfcs
 from featlearn.train import measurement_steps, train
 
 SPEC = {
@@ -39,8 +40,9 @@ def test_two_identical_runs_are_bitwise_identical(tmp_path, method):
     extra = {"slo": {"speeds": [1.0, 0.1, 0.1], "eps": 0.1}, "slo_adaptive": {"s": 20, "eps": 0.01},
              "batch_size": 8 if method == "sgd" else None}
     spec = _spec(optimizer=method, **extra)
-    a = train(spec, _data(spec), tmp_path / "a.pt", tmp_path / "a.ckpt")
-    b = train(spec, _data(spec), tmp_path / "b.pt", tmp_path / "b.ckpt")
+    nfcs = hidden_layer_nfcs if method == "slo_adaptive" else None
+    a = train(spec, _data(spec), tmp_path / "a.pt", tmp_path / "a.ckpt", layer_nfcs=nfcs)
+    b = train(spec, _data(spec), tmp_path / "b.pt", tmp_path / "b.ckpt", layer_nfcs=nfcs)
     assert a["status"] == "completed"
     _assert_same_run(b, a)
     assert float(a["losses"][-1]) < float(a["losses"][0])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import socket
@@ -13,6 +14,8 @@ import torch
 
 from featlearn.gpus import claim_gpu
 from featlearn.integrity import DIGEST_KEY, tensors_digest
+
+LOADED_MODULES = "featlearn modules loaded:"
 
 
 def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logger:
@@ -34,7 +37,14 @@ def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logg
         log.info("CUDA_VISIBLE_DEVICES=%s (%s)", os.environ.get("CUDA_VISIBLE_DEVICES", "unset"),
                  "claimed here" if gpu is not None else "left to the scheduler, the user or a GPU-less machine")
     sys.excepthook = _log_uncaught
+    atexit.register(_log_loaded_modules)
     return log
+
+
+def _log_loaded_modules() -> None:
+    """The featlearn modules this job ran: a test checks them against the code inputs ``featlearn.deps`` computed."""
+    names = sorted(n for n in sys.modules if n == "featlearn" or n.startswith("featlearn."))
+    logging.getLogger("featlearn").info("%s %s", LOADED_MODULES, " ".join(names))
 
 
 def _log_uncaught(kind: type[BaseException], err: BaseException, tb: TracebackType | None) -> None:

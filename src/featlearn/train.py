@@ -20,6 +20,7 @@ import math
 import signal
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import torch
@@ -28,9 +29,8 @@ from torch import nn
 
 from featlearn.config import spec_json
 from featlearn.jobs import load_tensors, save_tensors
-from featlearn.metrics.jacobians import layer_jacobians
-from featlearn.metrics.nfa import nfc, ptk_feature_covariance
-from featlearn.models import build_model, gpt
+from featlearn.models import build_model
+from featlearn.optim.adamw import configure_adamw, cosine_lr
 from featlearn.optim.slo import SLO, adaptive_speeds
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ def lr_at(tr: dict, step: int, warmup_steps: int) -> float:
     cosine = tr.get("schedule")
     if cosine is None:
         return tr["lr"]
-    return gpt.lr_at(step, tr["lr"], cosine["min_lr"], cosine["warmup_steps"], cosine["decay_steps"])
+    return cosine_lr(step, tr["lr"], cosine["min_lr"], cosine["warmup_steps"], cosine["decay_steps"])
 
 
 def make_optimizer(model: nn.Module, train: dict) -> torch.optim.Optimizer:
@@ -94,7 +94,7 @@ def make_optimizer(model: nn.Module, train: dict) -> torch.optim.Optimizer:
     if method == "adam":
         return torch.optim.Adam(model.parameters(), lr=lr)
     if method == "adamw":
-        return gpt.configure_adamw(model, lr, tuple(train.get("betas", (0.9, 0.999))), train.get("weight_decay", 0.0))
+        return configure_adamw(model, lr, tuple(train.get("betas", (0.9, 0.999))), train.get("weight_decay", 0.0))
     if method == "slo":
         return SLO(model.parameters(), lr, train["slo"]["speeds"], train["slo"]["eps"])
     if method == "slo_adaptive":
@@ -187,14 +187,22 @@ def _load_checkpoint(path: Path, spec: str) -> dict | None:
     return ckpt
 
 
-def train(spec: dict, data: dict, out: Path, checkpoint: Path, device: torch.device | str = "cpu") -> dict:
+LayerNFCs = Callable[[nn.Module, torch.Tensor], list[float]]
+
+
+def train(spec: dict, data: dict, out: Path, checkpoint: Path, device: torch.device | str = "cpu",
+          layer_nfcs: LayerNFCs | None = None) -> dict:
     """Train one run on ``device`` and write ``out``: snapshots, per-step losses, schedule, status. Returns the record.
 
     ``spec`` is one entry of ``featlearn.config.runs``; ``data`` the run's dataset file. The device is not part of the
     spec: where a run computes does not change what it is (a checkpoint written on a GPU resumes on the CPU).
+    Adaptive SLO needs every hidden layer's UC-NFC at each step: ``layer_nfcs(model, x)`` (``metrics.nfa``), passed in
+    so that training stays below the metrics layer.
     """
     out, checkpoint = Path(out), Path(checkpoint)
     tr = spec["train"]
+    if tr["optimizer"] == "slo_adaptive" and layer_nfcs is None:
+        raise ValueError("train: adaptive SLO needs layer_nfcs (featlearn.metrics.nfa.hidden_layer_nfcs)")
     device = torch.device(device)
     tensors = training_tensors(data)
     model = build_model(spec, data).to(device)
@@ -259,7 +267,7 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path, device: torch.dev
                 idx = state["order"][(step % per_epoch) * batch:][:batch]
                 xb, yb = x[idx], y[idx]
             if tr["optimizer"] == "slo_adaptive":
-                optimizer.set_speeds(_adaptive(model, x, tr["slo_adaptive"]["s"]))
+                optimizer.set_speeds(adaptive_speeds(layer_nfcs(model, x), len(model.layers), tr["slo_adaptive"]["s"]))
                 state["speeds"].append([g["speed"] for g in optimizer.param_groups])
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(tr, step, plan["warmup_steps"])
@@ -294,9 +302,3 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path, device: torch.dev
     checkpoint.unlink(missing_ok=True)
     return record
 
-
-def _adaptive(model: nn.Module, x: torch.Tensor, s: float) -> list[float]:
-    """Adaptive SLO: measure every hidden layer's UC-NFC at the current weights (full batch), on their device."""
-    jacs = layer_jacobians(model, x)
-    uc = [nfc(layer.weight.detach(), ptk_feature_covariance(j.detach())) for layer, j in zip(model.hidden, jacs)]
-    return adaptive_speeds(uc, len(model.layers), s)

@@ -93,7 +93,7 @@ def test_smoke_figures_run_as_slurm_jobs(cluster, tmp_path, copy_repo):
     assert proc.returncode == 0, f"snakemake through SLURM failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
     for target in targets:
         assert (repo / target).stat().st_size > 1000, target
-    logs = sorted((repo / "results/logs").rglob("*.log"))
+    logs = sorted((repo / "results/smoke/logs").rglob("*.log"))
     ids = _slurm_ids(logs)
     assert len(logs) >= 6, logs
     not_slurm = {str(p.relative_to(repo)): i for p, i in ids.items() if not i.isdigit()}

@@ -3,7 +3,7 @@ import math
 import pytest
 import torch
 
-from featlearn.models.gpt import GPT, GPTConfig, attention_weights, configure_adamw, init_gpt, lr_at, num_params
+from featlearn.models.gpt import GPT, GPTConfig, attention_weights, init_gpt, num_params
 
 
 def _tiny(seed=0, **kwargs):
@@ -74,26 +74,6 @@ def test_attention_weights_are_the_row_blocks_of_c_attn():
     torch.testing.assert_close(torch.cat([ws[(2, "q")], ws[(2, "k")], ws[(2, "v")]]), w.detach())
     x = torch.randn(12, dtype=torch.float64)
     torch.testing.assert_close(ws[(2, "k")] @ x, model.blocks[1].attn.c_attn(x)[12:24].detach())
-
-
-def test_adamw_decays_matrices_only():
-    model = _tiny()
-    opt = configure_adamw(model, lr=1e-3, betas=(0.9, 0.99), weight_decay=0.1)
-    decay, no_decay = opt.param_groups
-    assert decay["weight_decay"] == 0.1 and no_decay["weight_decay"] == 0.0
-    assert all(p.dim() >= 2 for p in decay["params"]) and all(p.dim() == 1 for p in no_decay["params"])
-    assert len(decay["params"]) + len(no_decay["params"]) == len(list(model.parameters()))
-    assert opt.defaults["betas"] == (0.9, 0.99)
-
-
-def test_lr_schedule_warmup_and_cosine_endpoints():
-    lr, min_lr, warmup, decay = 5e-3, 1e-4, 100, 5000
-    assert lr_at(0, lr, min_lr, warmup, decay) == pytest.approx(lr / 101)
-    assert lr_at(99, lr, min_lr, warmup, decay) == pytest.approx(lr * 100 / 101)
-    assert lr_at(100, lr, min_lr, warmup, decay) == pytest.approx(lr)
-    assert lr_at((warmup + decay) // 2, lr, min_lr, warmup, decay) == pytest.approx((lr + min_lr) / 2)
-    assert lr_at(5000, lr, min_lr, warmup, decay) == pytest.approx(min_lr)
-    assert lr_at(9000, lr, min_lr, warmup, decay) == min_lr
 
 
 def test_sequences_longer_than_the_block_are_refused():

@@ -17,7 +17,8 @@ import yaml
 from featlearn.store import read_store
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
-MNIST_CACHE = "results/data/mnist/flatten-True_n-50000_n_test-10000_source-real_standardize-channel_targets-shifted.pt"
+MNIST_CACHE = ("results/paper/data/mnist/"
+               "flatten-True_n-50000_n_test-10000_source-real_standardize-channel_targets-shifted.pt")
 
 pytestmark = pytest.mark.pipeline
 
@@ -101,9 +102,9 @@ def test_a_diverged_run_is_recorded_and_the_figure_still_builds(tmp_path, copy_r
     _edit_config(repo, lambda c: c["experiments"]["chain_fig1"]["scales"]["smoke"]["train"].update(lr=1.0e4))
     proc = _run(repo, "figures/alignment/fig1.pdf")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    store = read_store(repo / "results/metrics/chain_fig1.nc")
+    store = read_store(repo / "results/smoke/metrics/chain_fig1.nc")
     assert int(store["diverged"].max()) == 1 and float(store["diverged_step"].min()) >= 0
-    (log,) = (repo / "results/logs/train/chain_fig1").iterdir()
+    (log,) = (repo / "results/smoke/logs/train/chain_fig1").iterdir()
     assert "diverged at step" in log.read_text()
 
 

@@ -29,18 +29,18 @@ pytestmark = pytest.mark.pipeline
 
 
 
-def _snakemake(repo: Path, *targets: str, options: tuple[str, ...] = (), check: bool = True):
+def _snakemake(repo: Path, *targets: str, options: tuple[str, ...] = (), check: bool = True, scale: str = "smoke"):
     env = {**os.environ, "PYTHONPATH": str(repo / "src")}  # the copy's code, not the checkout's
-    cmd = [str(SNAKEMAKE), *targets, *options, "--cores", "2", "--config", "scale=smoke"]
+    cmd = [str(SNAKEMAKE), *targets, *options, "--cores", "2", "--config", f"scale={scale}"]
     proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=1200)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
     return proc
 
 
-def _planned_rules(repo: Path, *targets: str) -> list[str]:
+def _planned_rules(repo: Path, *targets: str, scale: str = "smoke") -> list[str]:
     """The jobs a dry run would execute, as rule names."""
-    proc = _snakemake(repo, *targets, options=("-n", "--quiet", "rules"))
+    proc = _snakemake(repo, *targets, options=("-n", "--quiet", "rules"), scale=scale)
     rules = []
     for line in proc.stdout.splitlines():
         parts = line.split()
@@ -61,7 +61,7 @@ def built(tmp_path_factory, copy_repo):
 def test_smoke_build_makes_every_figure_and_store(built):
     for figure in FIGURES:
         assert (built / figure).stat().st_size > 1000, figure
-    stores = {p.name for p in (built / "results/metrics").glob("*.nc")}
+    stores = {p.name for p in (built / "results/smoke/metrics").glob("*.nc")}
     figure_stores = set(yaml.safe_load((built / "config.yaml").read_text())["experiments"]) - {
         "tangent_mnist_author_code"  # built on demand only
     }
@@ -75,6 +75,19 @@ def test_second_call_does_nothing(built):
 def test_shortcut_target_builds_from_the_alignment_figure(built):
     _snakemake(built, "figures/fig4.pdf")
     assert (built / "figures/fig4.pdf").read_bytes() == (built / "figures/alignment/fig4.pdf").read_bytes()
+
+
+def test_scales_coexist_and_switching_back_only_redraws(built):
+    """Another scale's results live in their own folder: building one of its figures touches no smoke result, and
+    back at smoke scale only that figure is redrawn (from the smoke store), nothing is retrained or remeasured."""
+    smoke_store = built / "results/smoke/metrics/tangent_penalties.nc"
+    before = smoke_store.stat().st_mtime_ns
+    _snakemake(built, "figures/tangent/fig2.pdf", scale="quick")
+    assert (built / "results/quick/metrics/tangent_penalties.nc").exists()
+    assert smoke_store.stat().st_mtime_ns == before
+    assert _planned_rules(built) == ["figure"]
+    _snakemake(built)
+    assert _planned_rules(built, scale="quick") == ["figure"]  # and the quick store is still there to redraw from
 
 
 def _edit(path: Path) -> None:
@@ -139,15 +152,15 @@ def test_smoke_stores_agree_on_cpu_and_gpu(built):
         exp = fc.experiment(cfg, name)
         if exp["kind"] in ("training", "network"):
             for run, spec in fc.runs(cfg, name).items():
-                data = load_tensors(built / f"results/data/{fc.dataset_key(spec['data'])}.pt")
-                record = load_tensors(built / f"results/runs/{name}/{run}.pt")
-                _assert_close(read_store(built / f"results/metrics/{name}/{run}.nc"),
+                data = load_tensors(built / f"results/smoke/data/{fc.dataset_key(spec['data'])}.pt")
+                record = load_tensors(built / f"results/smoke/runs/{name}/{run}.pt")
+                _assert_close(read_store(built / f"results/smoke/metrics/{name}/{run}.nc"),
                               measure_run(record, data, spec, "cuda"), f"{name}/{run}")
                 checked += 1
         elif exp["kind"] == "deep_rfm":
             for dataset in exp["data"]["datasets"]:
-                data = load_tensors(built / f"results/data/{fc.dataset_key(fc.deep_rfm_data(exp, dataset))}.pt")
-                _assert_close(read_store(built / f"results/metrics/{name}/{dataset}.nc"),
+                data = load_tensors(built / f"results/smoke/data/{fc.dataset_key(fc.deep_rfm_data(exp, dataset))}.pt")
+                _assert_close(read_store(built / f"results/smoke/metrics/{name}/{dataset}.nc"),
                               deep_rfm_dataset(exp, dataset, data, device=torch.device("cuda")), f"{name}/{dataset}")
                 checked += 1
     assert checked > 50

@@ -2,7 +2,7 @@ import numpy as np
 import torch
 
 from featlearn.config import deep_rfm_data
-from featlearn.data import prepare
+from featlearn.data.prepare import prepare
 from featlearn.rfm.experiment import combine_datasets, deep_rfm_dataset
 
 

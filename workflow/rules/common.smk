@@ -2,10 +2,14 @@
 import ast
 import re
 
+from featlearn import deps
 from featlearn import resources as fr
 
 SRC = "src/featlearn/"
 SCALE = config["scale"]
+# Each scale keeps its own data, runs, stores, claims, logs and benchmarks, so the scales coexist; figures/ holds the
+# configured scale's figures (switching back to a built scale redraws them from its stores, nothing retrains).
+RESULTS = f"results/{SCALE}"
 
 EXPERIMENTS = {name: fc.experiment(config, name) for name in config["experiments"]}
 # Experiments trained run by run: synthetic MLPs ("training") and networks on real data ("network").
@@ -44,82 +48,31 @@ def figure_experiments(paper, n):
     raise ValueError(f"{SRC}figures/{paper}/fig{n}.py defines no EXPERIMENTS tuple")
 
 
-def figure_imports(path):
-    """Every featlearn.figures module ``path`` imports, transitively: a figure reruns when any changes."""
-    found, todo = [], [path]
-    while todo:
-        for node in ast.walk(_module_tree(todo.pop())):
-            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("featlearn.figures."):
-                dep = SRC + node.module.removeprefix("featlearn.").replace(".", "/") + ".py"
-                if dep not in found:
-                    found.append(dep)
-                    todo.append(dep)
-    return sorted(found)
-
-
 FIGURE_STORES = {
     (paper, n): figure_experiments(paper, n) for paper, numbers in FIGURE_NUMBERS.items() for n in numbers
 }
 ALL_FIGURES = [f"figures/{paper}/fig{n}.pdf" for paper, n in FIGURE_STORES]
 
 
-def sources(*modules):
-    """Snakemake does not see Python imports: a rule lists the library files it runs."""
-    return [SRC + m for m in modules]
-
-
-DATA_SOURCES = sources("data/synthetic.py")
-REAL_DATA_SOURCES = sources("data/__init__.py", "data/real.py", "data/standins.py", "data/text.py")
-MODEL_SOURCES = sources("models/__init__.py", "models/mlp.py", "optim/slo.py", "train.py")
-# The module of each architecture beyond the MLP, so a VGG edit never retrains the MLPs.
-ARCH_SOURCES = {
-    "mlp": [],
-    "vgg11": sources("models/vgg.py"),
-    "gpt": sources("models/gpt.py"),
-    "collapse_mlp": sources("models/collapse_nets.py"),
-    "resnet18_mlp": sources("models/collapse_nets.py"),
-    "vgg11_mlp": sources("models/collapse_nets.py"),
-}
-# Metric code per measurement family (spec["measure"]["family"]; synthetic runs are "nfa").
-FAMILY_SOURCES = {
-    "nfa": [],
-    "conv_nfa": sources("metrics/conv_nfa.py"),
-    "attention_nfa": sources("metrics/attention_nfa.py"),
-    "collapse": sources("metrics/collapse.py", "metrics/collapse_measure.py"),
-}
-# Adaptive SLO measures UC-NFC inside training, so only its runs depend on the metric code.
-ADAPTIVE_SOURCES = sources("metrics/jacobians.py", "metrics/nfa.py")
-MEASURE_SOURCES = MODEL_SOURCES + sources(
-    "metrics/jacobians.py", "metrics/nfa.py", "metrics/measure.py", "store.py"
-)
-THEORY_SOURCES = sources(
-    "models/mlp.py", "metrics/jacobians.py", "metrics/nfa.py", "metrics/theory.py", "store.py"
-)
-# Experiments that build their store in one job, by kind (training experiments go run by run).
-STORE_SOURCES = {
-    "reversing": THEORY_SOURCES,
-    "first_order": THEORY_SOURCES,
-    "tangent_mnist": sources("metrics/tangent.py", "tangent_experiment.py", "store.py"),
-    "tangent_penalties": sources("metrics/tangent.py", "store.py"),
-}
-DEEP_RFM_SOURCES = sources(
-    "rfm/experiment.py", "rfm/deep_rfm.py", "rfm/features.py", "rfm/kernels.py", "rfm/linalg.py",
-    "metrics/collapse.py", "store.py",
-)
+# Code inputs: the import closure of each job's script and of the modules it dispatches to (featlearn.deps), never a
+# hand-written list, so an edit reruns exactly the jobs whose code imports the edited file.
+ARCH_MODULES = deps.dispatch("featlearn.models")
 
 
 def data_path(params):
-    return f"results/data/{fc.dataset_key(params)}.pt"
+    return f"{RESULTS}/data/{fc.dataset_key(params)}.pt"
 
 
-def train_sources(spec):
-    adaptive = spec["train"]["optimizer"] == "slo_adaptive"
-    return MODEL_SOURCES + ARCH_SOURCES[spec["model"].get("arch", "mlp")] + (ADAPTIVE_SOURCES if adaptive else [])
+OPTIMIZER_MODULES = deps.dispatch("workflow/scripts/train.py")
 
 
-def measure_sources(spec):
-    family = spec["measure"].get("family", "nfa")
-    return MEASURE_SOURCES + ARCH_SOURCES[spec["model"].get("arch", "mlp")] + FAMILY_SOURCES[family]
+def train_code(spec):
+    optimizer = OPTIMIZER_MODULES.get(spec["train"]["optimizer"])
+    return deps.job_code("train", ARCH_MODULES[spec["model"].get("arch", "mlp")], *([optimizer] if optimizer else []))
+
+
+def measure_code(spec):
+    return deps.job_code("measure", ARCH_MODULES[spec["model"].get("arch", "mlp")])
 
 
 def figure_stores(paper, n):
@@ -130,13 +83,12 @@ def figure_stores(paper, n):
     return FIGURE_STORES[(paper, int(n))]
 
 
-def figure_sources(paper, n):
-    path = f"{SRC}figures/{paper}/fig{n}.py"
-    return [path, *figure_imports(path)]
+def figure_code(paper, n):
+    return deps.job_code("render", f"featlearn.figures.{paper}.fig{n}")
 
 
 def store_path(experiment):
-    return f"results/metrics/{experiment}.nc"
+    return f"{RESULTS}/metrics/{experiment}.nc"
 
 
 # What each job asks of a scheduler (featlearn.resources: one table, and the one rule for who gets a GPU). The SLURM

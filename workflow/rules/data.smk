@@ -3,17 +3,17 @@
 
 rule synthetic_data:
     output:
-        "results/data/{key}.pt",
+        RESULTS + "/data/{key}.pt",
     input:
-        DATA_SOURCES,
+        deps.job_code("make_data"),
     params:
         spec=lambda w: SYNTHETIC_DATA[w.key],
     wildcard_constraints:
         key=one_of(SYNTHETIC_DATA),
     log:
-        "results/logs/data/{key}.log",
+        RESULTS + "/logs/data/{key}.log",
     benchmark:
-        "results/benchmarks/data/{key}.tsv",
+        RESULTS + "/benchmarks/data/{key}.tsv",
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),
@@ -25,17 +25,17 @@ rule synthetic_data:
 # A dataset that is absent stops here, naming the folder and both fixes, before anything is written.
 rule real_data:
     output:
-        "results/data/{key}.pt",
+        RESULTS + "/data/{key}.pt",
     input:
-        REAL_DATA_SOURCES,
+        deps.job_code("prepare_data"),
     params:
         spec=lambda w: REAL_DATA[w.key],
     wildcard_constraints:
         key=one_of(REAL_DATA),
     log:
-        "results/logs/data/{key}.log",
+        RESULTS + "/logs/data/{key}.log",
     benchmark:
-        "results/benchmarks/data/{key}.tsv",
+        RESULTS + "/benchmarks/data/{key}.tsv",
     resources:
         runtime=request("runtime", "cpu"),
         mem_mb=request("mem_mb", "cpu"),

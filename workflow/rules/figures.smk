@@ -6,16 +6,16 @@ rule figure:
         report("figures/{paper}/fig{n}.pdf", caption="../report/figure.rst", category="{paper}"),
     input:
         stores=lambda w: [store_path(e) for e in figure_stores(w.paper, w.n)],
-        code=lambda w: figure_sources(w.paper, w.n),
+        code=lambda w: figure_code(w.paper, w.n),
     params:
         experiments=lambda w: figure_stores(w.paper, w.n),
     wildcard_constraints:
         paper="alignment|collapse|tangent",
         n=r"\d+",
     log:
-        "results/logs/figures/{paper}/fig{n}.log",
+        RESULTS + "/logs/figures/{paper}/fig{n}.log",
     benchmark:
-        "results/benchmarks/figures/{paper}/fig{n}.tsv",
+        RESULTS + "/benchmarks/figures/{paper}/fig{n}.tsv",
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),

@@ -3,19 +3,19 @@
 
 rule measure_run:
     output:
-        "results/metrics/{experiment}/{run}.nc",
+        RESULTS + "/metrics/{experiment}/{run}.nc",
     input:
-        run="results/runs/{experiment}/{run}.pt",
+        run=RESULTS + "/runs/{experiment}/{run}.pt",
         data=lambda w: data_path(RUNS[w.experiment][w.run]["data"]),
-        code=lambda w: measure_sources(RUNS[w.experiment][w.run]),
+        code=lambda w: measure_code(RUNS[w.experiment][w.run]),
     params:
         spec=lambda w: RUNS[w.experiment][w.run],
     wildcard_constraints:
         experiment=one_of(TRAINING),
     log:
-        "results/logs/measure/{experiment}/{run}.log",
+        RESULTS + "/logs/measure/{experiment}/{run}.log",
     benchmark:
-        "results/benchmarks/measure/{experiment}/{run}.tsv",
+        RESULTS + "/benchmarks/measure/{experiment}/{run}.tsv",
     threads: THREADS
     resources:
         runtime=job_request("runtime", "measure"),
@@ -28,19 +28,19 @@ rule measure_run:
 
 rule combine_runs:
     output:
-        "results/metrics/{experiment}.nc",
+        RESULTS + "/metrics/{experiment}.nc",
     input:
-        runs=lambda w: [f"results/metrics/{w.experiment}/{r}.nc" for r in RUNS[w.experiment]],
-        code=sources("metrics/measure.py", "store.py"),
+        runs=lambda w: [f"{RESULTS}/metrics/{w.experiment}/{r}.nc" for r in RUNS[w.experiment]],
+        code=deps.job_code("combine"),
     params:
         points=lambda w: {r: spec["sweep"] for r, spec in RUNS[w.experiment].items()},
         experiment=lambda w: EXPERIMENTS[w.experiment],
     wildcard_constraints:
         experiment=one_of(TRAINING),
     log:
-        "results/logs/combine/{experiment}.log",
+        RESULTS + "/logs/combine/{experiment}.log",
     benchmark:
-        "results/benchmarks/combine/{experiment}.tsv",
+        RESULTS + "/benchmarks/combine/{experiment}.tsv",
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),
@@ -50,19 +50,19 @@ rule combine_runs:
 
 rule build_store:
     output:
-        "results/metrics/{experiment}.nc",
+        RESULTS + "/metrics/{experiment}.nc",
     input:
         data=lambda w: [data_path(p) for p in fc.datasets(config, w.experiment).values()],
-        code=lambda w: STORE_SOURCES[EXPERIMENTS[w.experiment]["kind"]],
+        code=deps.job_code("build_store"),
     params:
         experiment=lambda w: EXPERIMENTS[w.experiment],
         datasets=lambda w: list(fc.datasets(config, w.experiment).values()),
     wildcard_constraints:
         experiment=one_of(n for n in EXPERIMENTS if n not in TRAINING + DEEP_RFM),
     log:
-        "results/logs/stores/{experiment}.log",
+        RESULTS + "/logs/stores/{experiment}.log",
     benchmark:
-        "results/benchmarks/stores/{experiment}.tsv",
+        RESULTS + "/benchmarks/stores/{experiment}.tsv",
     threads: THREADS
     resources:
         runtime=job_request("runtime", "store"),
@@ -75,18 +75,18 @@ rule build_store:
 # Deep RFM: the datasets are independent runs, one job each (in parallel locally; one GPU each on a cluster).
 rule deep_rfm_dataset:
     output:
-        "results/metrics/{experiment}/{dataset}.nc",
+        RESULTS + "/metrics/{experiment}/{dataset}.nc",
     input:
         data=lambda w: data_path(fc.deep_rfm_data(EXPERIMENTS[w.experiment], w.dataset)),
-        code=DEEP_RFM_SOURCES,
+        code=deps.job_code("deep_rfm"),
     params:
         experiment=lambda w: EXPERIMENTS[w.experiment],
     wildcard_constraints:
         experiment=one_of(DEEP_RFM),
     log:
-        "results/logs/deep_rfm/{experiment}/{dataset}.log",
+        RESULTS + "/logs/deep_rfm/{experiment}/{dataset}.log",
     benchmark:
-        "results/benchmarks/deep_rfm/{experiment}/{dataset}.tsv",
+        RESULTS + "/benchmarks/deep_rfm/{experiment}/{dataset}.tsv",
     threads: THREADS
     resources:
         runtime=job_request("runtime", "deep_rfm"),
@@ -99,18 +99,18 @@ rule deep_rfm_dataset:
 
 rule combine_deep_rfm:
     output:
-        "results/metrics/{experiment}.nc",
+        RESULTS + "/metrics/{experiment}.nc",
     input:
-        parts=lambda w: [f"results/metrics/{w.experiment}/{d}.nc" for d in EXPERIMENTS[w.experiment]["data"]["datasets"]],
-        code=sources("rfm/experiment.py", "store.py"),
+        parts=lambda w: [f"{RESULTS}/metrics/{w.experiment}/{d}.nc" for d in EXPERIMENTS[w.experiment]["data"]["datasets"]],
+        code=deps.job_code("combine_deep_rfm"),
     params:
         experiment=lambda w: EXPERIMENTS[w.experiment],
     wildcard_constraints:
         experiment=one_of(DEEP_RFM),
     log:
-        "results/logs/combine/{experiment}.log",
+        RESULTS + "/logs/combine/{experiment}.log",
     benchmark:
-        "results/benchmarks/combine/{experiment}.tsv",
+        RESULTS + "/benchmarks/combine/{experiment}.tsv",
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),

@@ -1,4 +1,4 @@
-# Stage 5: the papers' claims checked against the metric stores (results/claims/<paper>.json), the claims table
+# Stage 5: the papers' claims checked against the metric stores (results/<scale>/claims/<paper>.json), the claims table
 # (markdown and the report's HTML page), the README's claims block, and the Snakemake report's global text.
 # `snakemake --report report.html` then gives one HTML file: figures, claims, runtimes and provenance.
 
@@ -20,26 +20,25 @@ def claim_stores(paper):
 
 
 CLAIM_STORES = {paper: claim_stores(paper) for paper in PAPERS}
-CLAIMS_SOURCES = sources(*(f"claims/{m}.py" for m in ("__init__", "core", *PAPERS)), "store.py")
 # What the report shows besides the figures; the `all` rule lists them so that `snakemake --report` finds them.
-REPORT_FILES = ["results/claims/table.md", "results/claims/claims.html"]
+REPORT_FILES = [RESULTS + "/claims/table.md", RESULTS + "/claims/claims.html"]
 README_SCALE = "quick"  # the README shows the quick scale's claims; other scales leave it alone
 
 
 rule claims:
     output:
-        "results/claims/{paper}.json",
+        RESULTS + "/claims/{paper}.json",
     input:
         stores=lambda w: [store_path(e) for e in CLAIM_STORES[w.paper]],
-        code=CLAIMS_SOURCES,
+        code=deps.job_code("claims"),
     params:
         experiments=lambda w: CLAIM_STORES[w.paper],
     wildcard_constraints:
         paper="|".join(PAPERS),
     log:
-        "results/logs/claims/{paper}.log",
+        RESULTS + "/logs/claims/{paper}.log",
     benchmark:
-        "results/benchmarks/claims/{paper}.tsv",
+        RESULTS + "/benchmarks/claims/{paper}.tsv",
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),
@@ -49,15 +48,15 @@ rule claims:
 
 rule claims_table:
     output:
-        table="results/claims/table.md",
-        html=report("results/claims/claims.html", caption="../report/claims.rst", category="Claims"),
+        table=RESULTS + "/claims/table.md",
+        html=report(RESULTS + "/claims/claims.html", caption="../report/claims.rst", category="Claims"),
     input:
-        claims=expand("results/claims/{paper}.json", paper=PAPERS),
-        code=sources("claims/core.py", "claims/report.py"),
+        claims=expand(RESULTS + "/claims/{paper}.json", paper=PAPERS),
+        code=deps.job_code("claims_table"),
     log:
-        "results/logs/claims/table.log",
+        RESULTS + "/logs/claims/table.log",
     benchmark:
-        "results/benchmarks/claims/table.tsv",
+        RESULTS + "/benchmarks/claims/table.tsv",
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),
@@ -69,17 +68,17 @@ rule claims_table:
 # stamp records what was written). Run on purpose (`snakemake readme_claims`), never by `all`.
 rule readme_claims:
     output:
-        "results/claims/readme.stamp",
+        RESULTS + "/claims/readme.stamp",
     input:
-        table="results/claims/table.md",
-        code=sources("claims/report.py"),
+        table=RESULTS + "/claims/table.md",
+        code=deps.job_code("readme_claims"),
     params:
         readme="README.md",
         readme_scale=README_SCALE,
     log:
-        "results/logs/claims/readme.log",
+        RESULTS + "/logs/claims/readme.log",
     benchmark:
-        "results/benchmarks/claims/readme.tsv",
+        RESULTS + "/benchmarks/claims/readme.tsv",
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),

@@ -3,19 +3,19 @@
 
 rule train:
     output:
-        "results/runs/{experiment}/{run}.pt",
+        RESULTS + "/runs/{experiment}/{run}.pt",
     input:
         data=lambda w: data_path(RUNS[w.experiment][w.run]["data"]),
-        code=lambda w: train_sources(RUNS[w.experiment][w.run]),
+        code=lambda w: train_code(RUNS[w.experiment][w.run]),
     params:
         spec=lambda w: RUNS[w.experiment][w.run],
-        checkpoint=lambda w: f"results/runs/{w.experiment}/{w.run}.ckpt",
+        checkpoint=lambda w: f"{RESULTS}/runs/{w.experiment}/{w.run}.ckpt",
     wildcard_constraints:
         experiment=one_of(TRAINING),
     log:
-        "results/logs/train/{experiment}/{run}.log",
+        RESULTS + "/logs/train/{experiment}/{run}.log",
     benchmark:
-        "results/benchmarks/train/{experiment}/{run}.tsv",
+        RESULTS + "/benchmarks/train/{experiment}/{run}.tsv",
     threads: THREADS
     resources:
         runtime=job_request("runtime", "train"),

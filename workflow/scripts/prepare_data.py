@@ -1,4 +1,4 @@
-from featlearn.data import prepare
+from featlearn.data.prepare import prepare
 from featlearn.jobs import save_tensors, start
 
 log = start(snakemake.log[0])

@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import torch
 
+from featlearn.metrics.jacobians import layer_jacobians
+from featlearn.models.mlp import MLP
+
 CONVENTIONS = ("cosine", "pearson")
 
 
@@ -111,3 +114,9 @@ def eigen_dispersion(k: torch.Tensor) -> float:
     """std(eig K) / mean(eig K): how far K is from a multiple of the identity (Fig 1: 5.9)."""
     eig = torch.linalg.eigvalsh(k.to(torch.float64))
     return float(eig.std(correction=0) / eig.mean())
+
+
+def hidden_layer_nfcs(model: MLP, x: torch.Tensor) -> list[float]:
+    """UC-NFC of every hidden layer at the current weights over inputs x (adaptive SLO's per-step measurement)."""
+    jacs = layer_jacobians(model, x)
+    return [nfc(layer.weight.detach(), ptk_feature_covariance(j.detach())) for layer, j in zip(model.hidden, jacs)]

@@ -155,3 +155,16 @@ def init_collapse_net(model: CollapseNet, gain: float, generator: torch.Generato
                 nn.init.xavier_uniform_(fc.weight, gain=gain, generator=generator)
         _default_init(model.readout.weight, generator)
     return model
+
+
+BACKBONES = {"collapse_mlp": None, "resnet18_mlp": "resnet18", "vgg11_mlp": "vgg11"}
+
+
+def build(m: dict, shape: tuple[int, ...], out: int, generator: torch.Generator) -> CollapseNet:
+    """The collapse paper's network for a run's ``model`` block (``models.build_model``)."""
+    backbone = BACKBONES[m["arch"]]
+    model = CollapseNet(backbone, in_channels=shape[0], d_in=shape[0] if backbone is None else None, classes=out,
+                        width=m["width"], depth=m["depth"], width_divisor=m.get("width_divisor", 1))
+    # the authors' code: head layer 1 of the ResNet/VGG heads keeps PyTorch's default init (spec §2.6)
+    default = () if backbone is None else (1,)
+    return init_collapse_net(model, m["gain"], generator, default)

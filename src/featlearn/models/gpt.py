@@ -158,24 +158,8 @@ def attention_weights(model: GPT) -> dict[tuple[int, str], torch.Tensor]:
     return out
 
 
-def configure_adamw(
-    model: GPT, lr: float, betas: tuple[float, float], weight_decay: float
-) -> torch.optim.AdamW:
-    """AdamW as nanoGPT: weight decay on ≥2-D parameters (matmul weights, embeddings) only, none on gains/biases."""
-    params = [p for p in model.parameters() if p.requires_grad]
-    groups = [
-        {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
-        {"params": [p for p in params if p.dim() < 2], "weight_decay": 0.0},
-    ]
-    return torch.optim.AdamW(groups, lr=lr, betas=betas)
-
-
-def lr_at(it: int, lr: float, min_lr: float, warmup: int, decay_iters: int) -> float:
-    """nanoGPT's schedule: linear warmup lr·(it+1)/(warmup+1), cosine decay to ``min_lr`` at ``decay_iters``, then
-    constant ``min_lr``."""
-    if it < warmup:
-        return lr * (it + 1) / (warmup + 1)
-    if it > decay_iters:
-        return min_lr
-    ratio = (it - warmup) / (decay_iters - warmup)
-    return min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (lr - min_lr)
+def build(m: dict, shape: None, out: int, generator: torch.Generator) -> GPT:
+    """nanoGPT for a run's ``model`` block over a vocabulary of ``out`` characters (``models.build_model``)."""
+    config = GPTConfig(vocab_size=out, block_size=m["block_size"], n_layer=m["n_layer"], n_head=m["n_head"],
+                       n_embd=m["n_embd"], dropout=m.get("dropout", 0.0), bias=m.get("bias", False))
+    return init_gpt(GPT(config), generator)

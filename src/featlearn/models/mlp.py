@@ -79,3 +79,9 @@ def init_mlp(
             layer.weight.copy_(w)
         model.layers[-1].weight.mul_(readout_scale)
     return model
+
+
+def build(m: dict, shape: tuple[int, ...], out: int, generator: torch.Generator) -> MLP:
+    """The bias-free MLP of a run's ``model`` block (``models.build_model``)."""
+    model = MLP(shape[0], m["widths"], out=out, activation=m["activation"])
+    return init_mlp(model, m["init_scales"], generator, m["init_convention"], m["readout_scale"])

@@ -70,3 +70,10 @@ def init_vgg(model: VGG11, generator: torch.Generator) -> VGG11:
                 nn.init.normal_(module.weight, 0.0, 0.01, generator=generator)
                 nn.init.zeros_(module.bias)
     return model
+
+
+def build(m: dict, shape: tuple[int, ...], out: int, generator: torch.Generator) -> VGG11:
+    """VGG-11 for a run's ``model`` block (``models.build_model``)."""
+    model = VGG11(in_channels=shape[0], classes=out, width_divisor=m.get("width_divisor", 1),
+                  dropout=m.get("dropout", 0.5))
+    return init_vgg(model, generator)

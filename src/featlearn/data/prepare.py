@@ -1,0 +1,22 @@
+"""One ``data`` block of a network experiment -> the tensors a run trains on, whatever the source, so the data rule
+stays one call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from featlearn.data import real, text
+
+PREPROCESSING = ("n_test", "size", "standardize", "targets", "flatten", "sort_by_class")
+
+
+def prepare(params: dict, data_dir: str | Path, download: bool = False) -> dict[str, Any]:
+    """The dataset of a ``network`` experiment's ``data`` block: real (from ``data_dir``, fetched with
+    ``download``) or the offline stand-in, preprocessed; raises DatasetMissingError before writing anything."""
+    offline = params["source"] == "offline"
+    if params["dataset"] == "shakespeare_char":
+        return text.prepare(data_dir, download=download, offline=offline)
+    options = {k: params[k] for k in PREPROCESSING if k in params}
+    return real.prepare(params["dataset"], data_dir, download=download, offline=offline,
+                        n_train=params.get("n"), **options)

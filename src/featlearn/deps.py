@@ -1,0 +1,140 @@
+"""The source files each job runs: the import closure that Snakemake cannot see.
+
+Snakemake reruns a job when one of its inputs changes, and Python imports are invisible to it. So every rule lists as
+code inputs ``job_code(script, *entries)``: the import closure of its workflow script plus the modules the job
+dispatches to at run time (a run's architecture, a measurement family, a figure module). Closures are computed from
+the sources, never written by hand, so an edit reruns exactly the jobs whose code imports the edited file.
+
+Only imports executed at import time are followed (module level, class bodies, ``if``/``try`` blocks), together with
+every package ``__init__`` on the way. An import inside a function body is a dispatch point: which module a job
+reaches through it depends on the job, so it is named as an entry. Dispatchers keep their choices in a literal
+``DISPATCH`` dict (read here without importing the module, so planning the DAG never imports torch). A smoke-build
+test checks every job's loaded modules against its computed code, so a missed import fails CI.
+
+``python -m featlearn.deps`` prints each workflow script's closure and every dispatch entry.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+from pathlib import Path
+
+PACKAGE = "featlearn"
+SRC = Path(__file__).resolve().parent.parent  # the folder holding the featlearn package
+ROOT = SRC.parent
+SCRIPTS = ROOT / "workflow" / "scripts"
+
+
+def module_file(module: str) -> Path | None:
+    """The source file of a ``featlearn`` module or package (its ``__init__.py``); None if there is none."""
+    base = SRC.joinpath(*module.split("."))
+    for path in (base.with_suffix(".py"), base / "__init__.py"):
+        if path.is_file():
+            return path
+    return None
+
+
+def _executed(body: list[ast.stmt]) -> list[ast.stmt]:
+    """The statements of ``body`` that run at import time: nested blocks yes, function bodies no."""
+    found = []
+    for node in body:
+        found.append(node)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
+        for field in ("body", "orelse", "finalbody", "handlers"):
+            block = getattr(node, field, None)
+            if isinstance(block, list):
+                found += _executed([n for n in block if isinstance(n, ast.stmt | ast.excepthandler)])
+    return found
+
+
+@functools.cache
+def direct_imports(path: Path) -> frozenset[str]:
+    """The ``featlearn`` modules a file imports at import time, with the packages on the way."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names = set()
+    for node in _executed(tree.body):
+        if isinstance(node, ast.Import):
+            names |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+            # `from featlearn.metrics import nfa` imports the submodule featlearn.metrics.nfa
+            names |= {f"{node.module}.{alias.name}" for alias in node.names
+                      if module_file(f"{node.module}.{alias.name}") is not None}
+    modules = set()
+    for name in names:
+        if name == PACKAGE or name.startswith(PACKAGE + "."):
+            parts = name.split(".")
+            modules |= {".".join(parts[:i]) for i in range(1, len(parts) + 1)}
+    return frozenset(m for m in modules if module_file(m) is not None)
+
+
+def _entry_file(entry: str | Path) -> Path:
+    path = Path(entry) if str(entry).endswith(".py") else module_file(str(entry))
+    if path is None or not path.is_file():
+        raise ValueError(f"deps: no source file for {entry!r}")
+    return path.resolve()
+
+
+@functools.cache
+def _closure(entries: tuple[str, ...]) -> tuple[str, ...]:
+    files: set[Path] = set()
+    todo = [_entry_file(e) for e in entries]
+    for entry in entries:
+        if not str(entry).endswith(".py"):  # importing a module runs its packages' __init__ first
+            parts = str(entry).split(".")
+            todo += [f for f in (module_file(".".join(parts[:i])) for i in range(1, len(parts))) if f]
+    while todo:
+        path = todo.pop()
+        if path in files:
+            continue
+        files.add(path)
+        todo += [module_file(m) for m in direct_imports(path)]
+    return tuple(sorted(str(f.relative_to(ROOT)) for f in files if f.is_relative_to(SRC)))
+
+
+def closure(*entries: str | Path) -> list[str]:
+    """Repository-relative paths of every ``featlearn`` source file that importing ``entries`` executes.
+
+    An entry is a dotted module name (``featlearn.models.vgg``) or a script path (``workflow/scripts/train.py``).
+    """
+    return list(_closure(tuple(str(e) for e in entries)))
+
+
+def job_code(script: str, *modules: str) -> list[str]:
+    """The code inputs of a job running ``workflow/scripts/<script>.py`` that dispatches to ``modules``."""
+    return closure(SCRIPTS / f"{script}.py", *modules)
+
+
+@functools.cache
+def dispatch(module: str) -> dict[str, str]:
+    """The literal ``DISPATCH`` dict of a dispatcher module (choice -> module name), read without importing it."""
+    path = _entry_file(module)
+    for node in ast.parse(path.read_text()).body:
+        target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign)
+                                                                      else None)
+        if getattr(target, "id", None) == "DISPATCH":
+            return ast.literal_eval(node.value)
+    raise ValueError(f"deps: {path} defines no literal DISPATCH dict")
+
+
+def main() -> None:
+    """Print each workflow script's code and each dispatch entry's extra modules."""
+    for script in sorted(SCRIPTS.glob("*.py")):
+        print(f"{script.stem}:")
+        for path in job_code(script.stem):
+            print(f"  {path}")
+    dispatchers = sorted(str(p.relative_to(SRC).with_suffix("")).replace("/", ".").removesuffix(".__init__")
+                         for p in SRC.rglob("*.py") if "DISPATCH" in p.read_text())
+    for module in dispatchers:
+        if module == f"{PACKAGE}.deps":
+            continue
+        for choice, target in dispatch(module).items():
+            print(f"{module} dispatch {choice!r} adds:")
+            for path in sorted(set(closure(target)) - set(closure(module))):
+                print(f"  {path}")
+
+
+if __name__ == "__main__":
+    main()
