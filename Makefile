@@ -27,10 +27,12 @@ readme: $(VENV)/.installed
 
 test: $(VENV)/.installed
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 	$(BIN)/pytest
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
+	$(BIN)/lint-imports
 
 clean-results:
 	rm -rf results figures/*/ figures/*.pdf .snakemake

@@ -11,7 +11,7 @@ import torch
 import yaml
 
 from featlearn import config as fc
-from featlearn.jobs import load_tensors
+from featlearn.jobs import LOADED_MODULES, load_tensors
 from featlearn.metrics.measure import measure_run
 from featlearn.rfm.experiment import deep_rfm_dataset
 from featlearn.store import read_store
@@ -88,6 +88,57 @@ def test_scales_coexist_and_switching_back_only_redraws(built):
     assert _planned_rules(built) == ["figure"]
     _snakemake(built)
     assert _planned_rules(built, scale="quick") == ["figure"]  # and the quick store is still there to redraw from
+
+
+def _job_table(repo: Path) -> list[dict[str, str]]:
+    """Snakemake's own record of every built file: rule, log and input files (`--detailed-summary`)."""
+    lines = _snakemake(repo, options=("--detailed-summary",)).stdout.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("output_file\t"))
+    header = lines[start].split("\t")
+    return [dict(zip(header, line.split("\t"))) for line in lines[start + 1:] if line.count("\t") == len(header) - 1]
+
+
+def _loaded_code(repo: Path, log: str) -> set[str]:
+    """The source files of the featlearn modules a job loaded, from the line its log ends with (jobs.start)."""
+    line = next(x for x in (repo / log).read_text().splitlines() if LOADED_MODULES in x)
+    files = set()
+    for name in line.split(LOADED_MODULES)[1].split():
+        base = repo / "src" / name.replace(".", "/")
+        path = base.with_suffix(".py") if base.with_suffix(".py").exists() else base / "__init__.py"
+        files.add(str(path.relative_to(repo)))
+    return files
+
+
+def test_every_job_depends_on_exactly_the_code_it_ran(built):
+    """The code inputs featlearn.deps computed for each job equal the modules the job really loaded, and after an
+    edit of every module Snakemake replans each job naming exactly those files: an edit reruns precisely the jobs
+    whose code imports the edited file, however it is reached (dispatch tables included)."""
+    jobs = {row["log-file(s)"]: row for row in _job_table(built) if row["log-file(s)"] not in ("-", "")}
+    code = {log: {p for p in row["input-file(s)"].split(",") if p.startswith("src/")} for log, row in jobs.items()}
+    for log in jobs:
+        assert code[log] == _loaded_code(built, log), log
+    sources = sorted((built / "src/featlearn").rglob("*.py"))
+    originals = {path: path.read_text() for path in sources}
+    try:
+        for path in sources:
+            _edit(path)
+        planned = _snakemake(built, options=("-n",)).stdout
+    finally:
+        for path, text in originals.items():
+            path.write_text(text)
+    replanned, fields = {}, {}
+    for line in [*planned.splitlines(), "rule end:"]:  # one block per job: `rule X:`, then `    key: value` lines
+        if line.startswith(("rule ", "localrule ")):
+            if "log" in fields:
+                updated = fields.get("reason", "").partition("Updated input files: ")[2].split(";")[0]
+                replanned[fields["log"]] = {p.strip() for p in updated.split(",") if p.strip().startswith("src/")}
+            fields = {}
+        elif line.startswith("    ") and ": " in line:
+            key, value = line.strip().split(": ", 1)
+            fields[key] = value
+    for log in jobs:
+        assert replanned.get(log) == code[log], log
+    assert _planned_rules(built) == []
 
 
 def _edit(path: Path) -> None:
