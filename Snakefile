@@ -1,6 +1,7 @@
 # featlearn: every figure of three feature-learning papers as a file target.
 # data -> train -> metrics -> figures -> claims/report; see README.md and ../shared/DESIGN.md.
 from featlearn import config as fc
+from featlearn import experiments as fx
 
 
 fc.check_yaml("config.yaml")
@@ -9,7 +10,7 @@ fc.check_yaml("config.yaml")
 configfile: "config.yaml"
 
 
-fc.validate(config, workflow.source_path("workflow/schemas/config.schema.yaml"))
+fx.validate(config, workflow.source_path("workflow/schemas/config.schema.yaml"))
 fc.check_output_dirs("results", "figures")
 
 

@@ -5,6 +5,7 @@ import pytest
 import yaml
 
 from featlearn import config as fc
+from featlearn import experiments as fx
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
@@ -15,12 +16,12 @@ def _invalid(mutate):
     cfg = copy.deepcopy(CONFIG)
     mutate(cfg)
     with pytest.raises(fc.ConfigError) as err:
-        fc.validate(cfg, SCHEMA)
+        fx.validate(cfg, SCHEMA)
     return str(err.value)
 
 
 def test_shipped_config_is_valid_at_every_scale():
-    fc.validate(CONFIG, SCHEMA)
+    fx.validate(CONFIG, SCHEMA)
 
 
 @pytest.mark.parametrize(
@@ -66,7 +67,7 @@ def test_all_mistakes_are_reported_at_once():
 
 def test_runs_expand_the_sweep_and_pair_lr_with_init_scale():
     cfg = {**CONFIG, "scale": "paper"}
-    runs = fc.runs(cfg, "slo_sweep")
+    runs = fx.units(cfg, "slo_sweep")
     assert len(runs) == 4 * 2 * 3
     spec = runs["init_scale-0.001_optimizer-slo_seed-2"]
     assert spec["train"]["lr"] == 0.4 and spec["train"]["optimizer"] == "slo"
@@ -82,8 +83,8 @@ def test_quick_scale_overrides_only_what_it_names():
 
 def test_shared_datasets_have_one_key():
     cfg = {**CONFIG, "scale": "quick"}
-    slo = set(fc.datasets(cfg, "slo_sweep"))
-    init = set(fc.datasets(cfg, "init_sweep"))
+    slo = set(fx.datasets(cfg, "slo_sweep"))
+    init = set(fx.datasets(cfg, "init_sweep"))
     assert slo <= init  # Figs 4 and 8 train on the same isotropic chain-monomial file
 
 

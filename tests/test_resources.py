@@ -1,17 +1,21 @@
 import pytest
 
-from featlearn.resources import DEVICE_STAGES, gpus, job_resources
+from featlearn.resources import gpus, job_resources
+
+STAGES = ("train", "measure", "combine", "data", "figure")
+KINDS = ("training", "network", "deep_rfm", "reversing", "tangent_mnist")
 
 
 @pytest.mark.parametrize("scale", ["smoke", "quick", "paper"])
-@pytest.mark.parametrize("stage", [*DEVICE_STAGES, "store", "data", "figure"])
-@pytest.mark.parametrize("kind", ["training", "network", "deep_rfm", "reversing", "tangent_mnist"])
+@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("kind", KINDS)
 def test_who_asks_for_a_gpu(scale, stage, kind):
-    device_stage = stage in DEVICE_STAGES
-    assert gpus("cpu", scale, stage, kind) == 0
-    assert gpus("cuda", scale, stage, kind) == int(device_stage)
+    trained, on_device = kind in ("training", "network"), kind in ("training", "network", "deep_rfm")
+    computes = (stage == "train" and trained) or (stage == "measure" and on_device)
     heavy = kind in ("network", "deep_rfm")
-    assert gpus("auto", scale, stage, kind) == int(device_stage and scale == "paper" and heavy)
+    assert gpus("cpu", scale, stage, kind) == 0
+    assert gpus("cuda", scale, stage, kind) == int(computes)
+    assert gpus("auto", scale, stage, kind) == int(computes and scale == "paper" and heavy)
 
 
 def test_job_resources_carry_the_gpu_request():

@@ -5,11 +5,13 @@ code inputs ``job_code(script, *entries)``: the import closure of its workflow s
 dispatches to at run time (a run's architecture, a measurement family, a figure module). Closures are computed from
 the sources, never written by hand, so an edit reruns exactly the jobs whose code imports the edited file.
 
-Only imports executed at import time are followed (module level, class bodies, ``if``/``try`` blocks), together with
-every package ``__init__`` on the way. An import inside a function body is a dispatch point: which module a job
-reaches through it depends on the job, so it is named as an entry. Dispatchers keep their choices in a literal
-``DISPATCH`` dict (read here without importing the module, so planning the DAG never imports torch). A smoke-build
-test checks every job's loaded modules against its computed code, so a missed import fails CI.
+Every import statement is followed, wherever it stands (a function may import lazily to keep a module light), with
+every package ``__init__`` on the way; except in a dispatcher, a module whose choice of what to import depends on
+the job (the architecture of a run, a measurement family, an experiment kind). A dispatcher keeps its choices in a
+literal table, ``DISPATCH`` (choice -> module) or ``KINDS`` (choice -> {"module": …}), read here without importing
+it, so planning the DAG never imports torch; only its import-time imports are followed, and a job names its choice
+as an entry. A smoke-build test checks every job's loaded modules against its computed code, so a missed import
+fails CI.
 
 ``python -m featlearn.deps`` prints each workflow script's closure and every dispatch entry.
 """
@@ -49,12 +51,26 @@ def _executed(body: list[ast.stmt]) -> list[ast.stmt]:
     return found
 
 
+TABLES = ("DISPATCH", "KINDS")
+
+
+def _table(tree: ast.Module) -> ast.expr | None:
+    """The value of a module-level ``DISPATCH`` or ``KINDS`` assignment, if the module has one."""
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign)
+                                                                      else None)
+        if getattr(target, "id", None) in TABLES:
+            return node.value
+    return None
+
+
 @functools.cache
 def direct_imports(path: Path) -> frozenset[str]:
-    """The ``featlearn`` modules a file imports at import time, with the packages on the way."""
+    """The ``featlearn`` modules a file imports (a dispatcher: at import time only), with the packages on the way."""
     tree = ast.parse(path.read_text(), filename=str(path))
+    statements = _executed(tree.body) if _table(tree) is not None else list(ast.walk(tree))
     names = set()
-    for node in _executed(tree.body):
+    for node in statements:
         if isinstance(node, ast.Import):
             names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -109,14 +125,13 @@ def job_code(script: str, *modules: str) -> list[str]:
 
 @functools.cache
 def dispatch(module: str) -> dict[str, str]:
-    """The literal ``DISPATCH`` dict of a dispatcher module (choice -> module name), read without importing it."""
+    """A dispatcher's table (choice -> module name), read without importing it; ``module`` may be a script path."""
     path = _entry_file(module)
-    for node in ast.parse(path.read_text()).body:
-        target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign)
-                                                                      else None)
-        if getattr(target, "id", None) == "DISPATCH":
-            return ast.literal_eval(node.value)
-    raise ValueError(f"deps: {path} defines no literal DISPATCH dict")
+    value = _table(ast.parse(path.read_text()))
+    if value is None:
+        raise ValueError(f"deps: {path} defines no literal {' or '.join(TABLES)} table")
+    table = ast.literal_eval(value)
+    return {choice: target if isinstance(target, str) else target["module"] for choice, target in table.items()}
 
 
 def main() -> None:
@@ -126,10 +141,8 @@ def main() -> None:
         for path in job_code(script.stem):
             print(f"  {path}")
     dispatchers = sorted(str(p.relative_to(SRC).with_suffix("")).replace("/", ".").removesuffix(".__init__")
-                         for p in SRC.rglob("*.py") if "DISPATCH" in p.read_text())
-    for module in dispatchers:
-        if module == f"{PACKAGE}.deps":
-            continue
+                         for p in (SRC / PACKAGE).rglob("*.py") if _table(ast.parse(p.read_text())) is not None)
+    for module in [*dispatchers, str(SCRIPTS / "train.py")]:
         for choice, target in dispatch(module).items():
             print(f"{module} dispatch {choice!r} adds:")
             for path in sorted(set(closure(target)) - set(closure(module))):

@@ -4,24 +4,23 @@ A job computes on CUDA exactly when its rule asked for a GPU (``jobs.job_device`
 place that decides where each stage runs:
 
 * ``device: cpu``: no job asks for a GPU;
-* ``device: cuda``: every job whose code runs on a device (training, metric extraction, Deep RFM) asks for one;
-* ``device: auto`` (the default): the heavy families of the scale ask for one (``GPU_KINDS`` at the paper scale:
-  networks on real data and Deep RFM), the rest stays on the CPU. This is decided when the DAG is planned, not on the
+* ``device: cuda``: every job whose code runs on a device asks for one: training, and the measurement of the kinds
+  whose measurement takes a device (``KINDS[kind]["device"]``: networks, synthetic runs, Deep RFM);
+* ``device: auto`` (the default): those jobs of the heavy kinds (``KINDS[kind]["heavy"]``: networks on real data and
+  Deep RFM) at the paper scale; the rest stays on the CPU. This is decided when the DAG is planned, not on the
   machine a job lands on, so a SLURM login node without a GPU still asks for GPUs for its compute nodes.
 
-Data preparation, one-job stores (theory, tangent), combining, figures and claims never use a GPU.
+Data preparation, the one-job stores (theory, tangent), combining, figures and claims never use a GPU.
 """
 
 from __future__ import annotations
 
-# Stages whose code takes a device.
-DEVICE_STAGES = ("train", "measure", "deep_rfm")
-# Experiment kinds that want a GPU at the paper's sizes under ``device: auto``.
-GPU_KINDS = ("network", "deep_rfm")
+from featlearn.experiments import KINDS
+
 GPU_SCALES = ("paper",)
 
 # (runtime in minutes, mem_mb) by scale and weight. Quick-scale memory is about twice the peak RSS measured in
-# results/benchmarks/ (benchmarks/README.md).
+# results/quick/benchmarks/ (benchmarks/README.md).
 JOB_RESOURCES = {
     "smoke": {"light": (5, 1000), "cpu": (10, 1000), "gpu": (10, 2000)},
     "quick": {"light": (10, 1000), "cpu": (30, 2000), "gpu": (60, 4000)},
@@ -29,18 +28,21 @@ JOB_RESOURCES = {
 }
 
 
+def uses_device(stage: str, kind: str) -> bool:
+    """Whether a job of ``stage`` (train, measure, …) for an experiment of ``kind`` computes on the job's device."""
+    return (stage == "train" and KINDS[kind]["trained"]) or (stage == "measure" and KINDS[kind]["device"])
+
+
 def gpus(device: str, scale: str, stage: str, kind: str) -> int:
-    """GPUs a job of ``stage`` (``DEVICE_STAGES`` or any other rule) for an experiment of ``kind`` asks for."""
-    if stage not in DEVICE_STAGES or device == "cpu":
+    """GPUs a job of ``stage`` for an experiment of ``kind`` asks for."""
+    if not uses_device(stage, kind) or device == "cpu":
         return 0
-    if device == "cuda":
-        return 1
-    return int(kind in GPU_KINDS and scale in GPU_SCALES)
+    return int(device == "cuda" or (KINDS[kind]["heavy"] and scale in GPU_SCALES))
 
 
 def weight(kind: str) -> str:
     """``gpu`` for the heavy kinds (networks, Deep RFM), ``cpu`` for the rest."""
-    return "gpu" if kind in GPU_KINDS else "cpu"
+    return "gpu" if KINDS[kind]["heavy"] else "cpu"
 
 
 def fixed_resources(scale: str, weight_: str) -> dict[str, int]:

@@ -11,9 +11,8 @@ import torch
 import yaml
 
 from featlearn import config as fc
+from featlearn import experiments as fx
 from featlearn.jobs import LOADED_MODULES, load_tensors
-from featlearn.metrics.measure import measure_run
-from featlearn.rfm.experiment import deep_rfm_dataset
 from featlearn.store import read_store
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -158,7 +157,7 @@ def test_editing_a_figure_module_reruns_that_figure_only(built):
 def test_editing_a_metric_module_reruns_metrics_and_figures_never_training(built):
     _edit(built / "src/featlearn/metrics/measure.py")
     planned = set(_planned_rules(built))
-    assert {"measure_run", "combine_runs", "figure"} <= planned
+    assert {"measure", "combine", "figure"} <= planned
     assert not planned & {"train", "synthetic_data", "real_data"}
     _snakemake(built)
 
@@ -201,19 +200,15 @@ def test_smoke_stores_agree_on_cpu_and_gpu(built):
     checked = 0
     for name in cfg["experiments"]:
         exp = fc.experiment(cfg, name)
-        if exp["kind"] in ("training", "network"):
-            for run, spec in fc.runs(cfg, name).items():
-                data = load_tensors(built / f"results/smoke/data/{fc.dataset_key(spec['data'])}.pt")
-                record = load_tensors(built / f"results/smoke/runs/{name}/{run}.pt")
-                _assert_close(read_store(built / f"results/smoke/metrics/{name}/{run}.nc"),
-                              measure_run(record, data, spec, "cuda"), f"{name}/{run}")
-                checked += 1
-        elif exp["kind"] == "deep_rfm":
-            for dataset in exp["data"]["datasets"]:
-                data = load_tensors(built / f"results/smoke/data/{fc.dataset_key(fc.deep_rfm_data(exp, dataset))}.pt")
-                _assert_close(read_store(built / f"results/smoke/metrics/{name}/{dataset}.nc"),
-                              deep_rfm_dataset(exp, dataset, data, device=torch.device("cuda")), f"{name}/{dataset}")
-                checked += 1
+        if not fx.KINDS[exp["kind"]]["device"]:
+            continue
+        kind = fx.kind_of(exp["kind"])
+        for unit_id, unit in fx.units(cfg, name).items():
+            data = [load_tensors(built / f"results/smoke/data/{fc.dataset_key(p)}.pt") for p in kind.datasets(unit)]
+            run = built / f"results/smoke/runs/{name}/{unit_id}.pt"
+            gpu = kind.measure(unit, data, load_tensors(run) if run.exists() else None, torch.device("cuda"))
+            _assert_close(read_store(built / f"results/smoke/metrics/{name}/{unit_id}.nc"), gpu, f"{name}/{unit_id}")
+            checked += 1
     assert checked > 50
 
 

@@ -1,8 +1,9 @@
-# Tables derived from config.yaml, and the source files each stage depends on.
+# Tables derived from config.yaml (through each experiment kind's module), and the code each job depends on.
 import ast
 import re
 
 from featlearn import deps
+from featlearn import experiments as fx
 from featlearn import resources as fr
 
 SRC = "src/featlearn/"
@@ -12,12 +13,12 @@ SCALE = config["scale"]
 RESULTS = f"results/{SCALE}"
 
 EXPERIMENTS = {name: fc.experiment(config, name) for name in config["experiments"]}
-# Experiments trained run by run: synthetic MLPs ("training") and networks on real data ("network").
-TRAINING = [n for n, e in EXPERIMENTS.items() if e["kind"] in ("training", "network")]
-RUNS = {name: fc.runs(config, name) for name in TRAINING}
-# Deep RFM experiments run one job per dataset, then stack them (rules deep_rfm_dataset, combine_deep_rfm).
-DEEP_RFM = [n for n, e in EXPERIMENTS.items() if e["kind"] == "deep_rfm"]
-DATASETS = {key: params for name in EXPERIMENTS for key, params in fc.datasets(config, name).items()}
+# Each experiment's units (its independent jobs: runs, datasets, or the whole experiment), from its kind's module.
+KIND = {name: fx.kind_of(e["kind"]) for name, e in EXPERIMENTS.items()}
+UNITS = {name: KIND[name].units(name, e) for name, e in EXPERIMENTS.items()}
+# Experiments whose units go through the training loop before they are measured.
+TRAINED = [n for n, e in EXPERIMENTS.items() if fx.KINDS[e["kind"]]["trained"]]
+DATASETS = {fc.dataset_key(p): p for n, units in UNITS.items() for u in units.values() for p in KIND[n].datasets(u)}
 SYNTHETIC_DATA = {key: p for key, p in DATASETS.items() if "task" in p}
 REAL_DATA = {key: p for key, p in DATASETS.items() if "dataset" in p}
 
@@ -71,8 +72,10 @@ def train_code(spec):
     return deps.job_code("train", ARCH_MODULES[spec["model"].get("arch", "mlp")], *([optimizer] if optimizer else []))
 
 
-def measure_code(spec):
-    return deps.job_code("measure", ARCH_MODULES[spec["model"].get("arch", "mlp")])
+def measure_code(experiment, unit):
+    """The measure script, the experiment's kind module and what the unit dispatches to (architecture, family)."""
+    choices = [deps.dispatch(dispatcher)[choice] for dispatcher, choice in KIND[experiment].entries(unit)]
+    return deps.job_code("measure", fx.KINDS[EXPERIMENTS[experiment]["kind"]]["module"], *choices)
 
 
 def figure_stores(paper, n):

@@ -1,21 +1,23 @@
-# Stage 3: metric extraction into netCDF stores, one per experiment.
+# Stage 3: every unit of an experiment measured into its own netCDF store (a trained run's snapshots, one Deep RFM
+# dataset, or a whole one-job experiment), then the units combined into the experiment's store. What a unit is and
+# how it is measured and combined is its kind's module (featlearn.experiments); these two rules are all kinds'.
 
 
-rule measure_run:
+rule measure:
     output:
-        RESULTS + "/metrics/{experiment}/{run}.nc",
+        RESULTS + "/metrics/{experiment}/{unit}.nc",
     input:
-        run=RESULTS + "/runs/{experiment}/{run}.pt",
-        data=lambda w: data_path(RUNS[w.experiment][w.run]["data"]),
-        code=lambda w: measure_code(RUNS[w.experiment][w.run]),
+        data=lambda w: [data_path(p) for p in KIND[w.experiment].datasets(UNITS[w.experiment][w.unit])],
+        run=lambda w: [f"{RESULTS}/runs/{w.experiment}/{w.unit}.pt"] if w.experiment in TRAINED else [],
+        code=lambda w: measure_code(w.experiment, UNITS[w.experiment][w.unit]),
     params:
-        spec=lambda w: RUNS[w.experiment][w.run],
+        unit=lambda w: UNITS[w.experiment][w.unit],
     wildcard_constraints:
-        experiment=one_of(TRAINING),
+        experiment=one_of(EXPERIMENTS),
     log:
-        RESULTS + "/logs/measure/{experiment}/{run}.log",
+        RESULTS + "/logs/measure/{experiment}/{unit}.log",
     benchmark:
-        RESULTS + "/benchmarks/measure/{experiment}/{run}.tsv",
+        RESULTS + "/benchmarks/measure/{experiment}/{unit}.tsv",
     threads: THREADS
     resources:
         runtime=job_request("runtime", "measure"),
@@ -26,17 +28,17 @@ rule measure_run:
         "../scripts/measure.py"
 
 
-rule combine_runs:
+rule combine:
     output:
         RESULTS + "/metrics/{experiment}.nc",
     input:
-        runs=lambda w: [f"{RESULTS}/metrics/{w.experiment}/{r}.nc" for r in RUNS[w.experiment]],
-        code=deps.job_code("combine"),
+        parts=lambda w: [f"{RESULTS}/metrics/{w.experiment}/{u}.nc" for u in UNITS[w.experiment]],
+        code=lambda w: deps.job_code("combine", fx.KINDS[EXPERIMENTS[w.experiment]["kind"]]["module"]),
     params:
-        points=lambda w: {r: spec["sweep"] for r, spec in RUNS[w.experiment].items()},
         experiment=lambda w: EXPERIMENTS[w.experiment],
+        units=lambda w: UNITS[w.experiment],
     wildcard_constraints:
-        experiment=one_of(TRAINING),
+        experiment=one_of(EXPERIMENTS),
     log:
         RESULTS + "/logs/combine/{experiment}.log",
     benchmark:
@@ -46,73 +48,3 @@ rule combine_runs:
         mem_mb=request("mem_mb", "light"),
     script:
         "../scripts/combine.py"
-
-
-rule build_store:
-    output:
-        RESULTS + "/metrics/{experiment}.nc",
-    input:
-        data=lambda w: [data_path(p) for p in fc.datasets(config, w.experiment).values()],
-        code=deps.job_code("build_store"),
-    params:
-        experiment=lambda w: EXPERIMENTS[w.experiment],
-        datasets=lambda w: list(fc.datasets(config, w.experiment).values()),
-    wildcard_constraints:
-        experiment=one_of(n for n in EXPERIMENTS if n not in TRAINING + DEEP_RFM),
-    log:
-        RESULTS + "/logs/stores/{experiment}.log",
-    benchmark:
-        RESULTS + "/benchmarks/stores/{experiment}.tsv",
-    threads: THREADS
-    resources:
-        runtime=job_request("runtime", "store"),
-        mem_mb=job_request("mem_mb", "store"),
-        cpus_per_task=THREADS,
-    script:
-        "../scripts/build_store.py"
-
-
-# Deep RFM: the datasets are independent runs, one job each (in parallel locally; one GPU each on a cluster).
-rule deep_rfm_dataset:
-    output:
-        RESULTS + "/metrics/{experiment}/{dataset}.nc",
-    input:
-        data=lambda w: data_path(fc.deep_rfm_data(EXPERIMENTS[w.experiment], w.dataset)),
-        code=deps.job_code("deep_rfm"),
-    params:
-        experiment=lambda w: EXPERIMENTS[w.experiment],
-    wildcard_constraints:
-        experiment=one_of(DEEP_RFM),
-    log:
-        RESULTS + "/logs/deep_rfm/{experiment}/{dataset}.log",
-    benchmark:
-        RESULTS + "/benchmarks/deep_rfm/{experiment}/{dataset}.tsv",
-    threads: THREADS
-    resources:
-        runtime=job_request("runtime", "deep_rfm"),
-        mem_mb=job_request("mem_mb", "deep_rfm"),
-        gpu=job_request("gpu", "deep_rfm"),
-        cpus_per_task=THREADS,
-    script:
-        "../scripts/deep_rfm.py"
-
-
-rule combine_deep_rfm:
-    output:
-        RESULTS + "/metrics/{experiment}.nc",
-    input:
-        parts=lambda w: [f"{RESULTS}/metrics/{w.experiment}/{d}.nc" for d in EXPERIMENTS[w.experiment]["data"]["datasets"]],
-        code=deps.job_code("combine_deep_rfm"),
-    params:
-        experiment=lambda w: EXPERIMENTS[w.experiment],
-    wildcard_constraints:
-        experiment=one_of(DEEP_RFM),
-    log:
-        RESULTS + "/logs/combine/{experiment}.log",
-    benchmark:
-        RESULTS + "/benchmarks/combine/{experiment}.tsv",
-    resources:
-        runtime=request("runtime", "light"),
-        mem_mb=request("mem_mb", "light"),
-    script:
-        "../scripts/combine_deep_rfm.py"

@@ -5,13 +5,13 @@ rule train:
     output:
         RESULTS + "/runs/{experiment}/{run}.pt",
     input:
-        data=lambda w: data_path(RUNS[w.experiment][w.run]["data"]),
-        code=lambda w: train_code(RUNS[w.experiment][w.run]),
+        data=lambda w: data_path(UNITS[w.experiment][w.run]["data"]),
+        code=lambda w: train_code(UNITS[w.experiment][w.run]),
     params:
-        spec=lambda w: RUNS[w.experiment][w.run],
+        spec=lambda w: UNITS[w.experiment][w.run],
         checkpoint=lambda w: f"{RESULTS}/runs/{w.experiment}/{w.run}.ckpt",
     wildcard_constraints:
-        experiment=one_of(TRAINING),
+        experiment=one_of(TRAINED),
     log:
         RESULTS + "/logs/train/{experiment}/{run}.log",
     benchmark:

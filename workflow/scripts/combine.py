@@ -1,12 +1,13 @@
 from featlearn.config import spec_json
+from featlearn.experiments import kind_of
 from featlearn.jobs import start
-from featlearn.metrics.measure import combine_runs
 from featlearn.store import provenance, read_store, write_store
 
 log = start(snakemake.log[0])
-points = snakemake.params.points
-stores = {run: (points[run], read_store(path)) for run, path in zip(points, snakemake.input.runs)}
+exp, units = snakemake.params.experiment, snakemake.params.units
+parts = {unit: (units[unit], read_store(path)) for unit, path in zip(units, snakemake.input.parts)}
+ds = kind_of(exp["kind"]).combine(exp, parts)
 # one line per distinct source (the datasets of a sweep; stand-ins named as such)
-source = ";\n".join(sorted({str(ds.attrs["data_source"]) for _, ds in stores.values()}))
-attrs = provenance(spec_json(snakemake.params.experiment), snakemake.config["scale"], snakemake.rule, source)
-write_store(combine_runs(stores), snakemake.output[0], attrs)
+attrs = provenance(spec_json(exp), snakemake.config["scale"], snakemake.rule, ds.attrs["data_source"])
+write_store(ds, snakemake.output[0], attrs)
+log.info("%s: %d units", snakemake.output[0], len(parts))

@@ -1,18 +1,18 @@
 import time
 
 from featlearn.config import spec_json
+from featlearn.experiments import kind_of
 from featlearn.jobs import job_device, load_tensors, start
-from featlearn.metrics.measure import measure_run
 from featlearn.store import provenance, write_store
 
 gpus = snakemake.resources.get("gpu", 0)
 log = start(snakemake.log[0], snakemake.threads, gpus)
 device = job_device(snakemake.config["device"], gpus)
 began = time.monotonic()
-spec = snakemake.params.spec
-data = load_tensors(snakemake.input.data)
-ds = measure_run(load_tensors(snakemake.input.run), data, spec, device)
-source = data.get("source", "synthetic (generated)")
-attrs = provenance(spec_json(spec), snakemake.config["scale"], snakemake.rule, source)
+unit = snakemake.params.unit
+data = [load_tensors(path) for path in snakemake.input.data]
+run = load_tensors(snakemake.input.run[0]) if snakemake.input.run else None
+ds = kind_of(unit["kind"]).measure(unit, data, run, device)
+attrs = provenance(spec_json(unit), snakemake.config["scale"], snakemake.rule, ds.attrs["data_source"])
 write_store(ds, snakemake.output[0], attrs)
 log.info("%s: measured on %s in %.1f s", snakemake.output[0], device, time.monotonic() - began)

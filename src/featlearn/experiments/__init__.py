@@ -1,0 +1,68 @@
+"""Experiment kinds, one module each: a new kind is one new module and one line of ``KINDS``.
+
+A config experiment names its ``kind``. The kind's module says what its independent jobs (units) are, what data
+each reads, how a unit is computed and how the units combine into the experiment's store; the rules are generic
+(train → measure → combine) and read only this table. A kind module is light to import (the Snakefile plans with
+it: heavy modules are imported inside its functions) and exposes:
+
+    units(name, exp) -> {unit id: unit spec}        the experiment's independent jobs: runs, datasets, or one
+    datasets(unit) -> [data block]                   the data-stage files each unit reads, in order
+    entries(unit) -> [(dispatcher, choice)]          what its measurement dispatches to (``featlearn.deps``)
+    check(exp, where) -> [problem]                   cross-field rules the JSON schema cannot say
+    measure(unit, data, run, device) -> Dataset      one unit's store; ``run`` is its training record, if it trains
+    combine(exp, parts) -> Dataset                   the experiment's store from its units' {id: (unit, store)}
+
+``trained``: the units go through the one training loop (rule ``train``) before measurement. ``device``: their
+measurement computes on the job's device. ``heavy``: at the paper scale they want a GPU (``featlearn.resources``,
+``device: auto``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+from featlearn.config import ConfigError, dataset_key, experiment
+from featlearn.config import validate as config_validate
+
+KINDS = {
+    "training": {"module": "featlearn.experiments.training", "trained": True, "device": True, "heavy": False},
+    "network": {"module": "featlearn.experiments.network", "trained": True, "device": True, "heavy": True},
+    "deep_rfm": {"module": "featlearn.experiments.deep_rfm", "trained": False, "device": True, "heavy": True},
+    "reversing": {"module": "featlearn.experiments.reversing", "trained": False, "device": False, "heavy": False},
+    "first_order": {"module": "featlearn.experiments.first_order", "trained": False, "device": False, "heavy": False},
+    "tangent_mnist": {"module": "featlearn.experiments.tangent_mnist", "trained": False, "device": False,
+                      "heavy": False},
+    "tangent_penalties": {"module": "featlearn.experiments.tangent_penalties", "trained": False, "device": False,
+                          "heavy": False},
+}
+
+
+def kind_of(name: str) -> ModuleType:
+    """The module of kind ``name``."""
+    if name not in KINDS:
+        raise ConfigError(f"unknown experiment kind {name!r}; kinds: {sorted(KINDS)}")
+    return importlib.import_module(KINDS[name]["module"])
+
+
+def units(config: dict, name: str) -> dict[str, dict]:
+    """Every unit (independent job) of experiment ``name`` at the configured scale, keyed by its id."""
+    exp = experiment(config, name)
+    return kind_of(exp["kind"]).units(name, exp)
+
+
+def datasets(config: dict, name: str) -> dict[str, dict]:
+    """Every dataset experiment ``name`` reads: file key -> generator parameters."""
+    exp = experiment(config, name)
+    kind = kind_of(exp["kind"])
+    return {dataset_key(p): p for unit in kind.units(name, exp).values() for p in kind.datasets(unit)}
+
+
+def check(exp: dict, where: str) -> list[str]:
+    """The cross-field problems of one resolved experiment (``featlearn.config.validate``'s semantic check)."""
+    return kind_of(exp["kind"]).check(exp, where)
+
+
+def validate(config: dict, schema_path: str) -> None:
+    """``featlearn.config.validate`` with every kind's cross-field rules."""
+    config_validate(config, schema_path, check)
