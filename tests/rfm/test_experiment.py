@@ -1,8 +1,8 @@
 import numpy as np
 import torch
 
-from featlearn.config import deep_rfm_data
 from featlearn.data.prepare import prepare
+from featlearn.experiments.deep_rfm import data_block
 from featlearn.rfm.experiment import combine_datasets, deep_rfm_dataset
 
 
@@ -18,7 +18,7 @@ def _cfg(**data):
 
 
 def _data(cfg, name, tmp_path):
-    return prepare(deep_rfm_data(cfg, name), tmp_path)
+    return prepare(data_block(cfg, name), tmp_path)
 
 
 def test_inputs_are_balanced_standardized_and_class_sorted(tmp_path):

@@ -7,7 +7,16 @@ import torch
 from scipy.spatial.distance import cdist
 
 from featlearn.rfm.features import l1_laplace_kernel, laplace_fourier_features, relu_features
-from featlearn.rfm.kernels import KernelRidge, gaussian_kernel, kernel_gradients, laplace_kernel, mahalanobis_distances
+from featlearn.rfm.kernels import (
+    KERNELS,
+    KernelRidge,
+    gaussian_kernel,
+    kernel_agop,
+    kernel_gradients,
+    kernel_matrix,
+    laplace_kernel,
+    mahalanobis_distances,
+)
 from featlearn.rfm.linalg import max_entry, psd_sqrt, solve_kernel_system, thin_range
 
 L = 2.0
@@ -66,6 +75,47 @@ def test_jitter_fallback_is_logged_and_recorded(caplog):
     assert caplog.text == ""
     with pytest.raises(torch.linalg.LinAlgError, match="set a ridge"):
         solve_kernel_system(torch.diag(torch.tensor([1.0, -0.5])), y[:2])
+
+
+def _relative(a, b):
+    return float(torch.linalg.norm(a - b) / torch.linalg.norm(b))
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("thin", [False, True])
+def test_lean_kernel_solve_and_blockwise_agop_equal_the_full_matrix_formulas(kernel, thin, full_matrix):
+    """K built in one buffer, the in-place Cholesky solve and the AGOP accumulated over blocks of 5 rows (uneven: 23 =
+    4·5 + 3; every self pair i = j off its block's main diagonal) against the full-matrix definitions (conftest), to
+    1e-10 relative. thin: N < d, the same machine in the coordinates C of X's row space (X = C Qᵀ), whose AGOP is
+    Qᵀ M Q."""
+    n, d = (20, 50) if thin else (23, 6)
+    x, y, _, _ = _data(n=n, d=d)
+    x = torch.nn.functional.normalize(x, dim=1)  # Deep RFM's inputs: on the sphere, distances up to 2
+    coords, q = thin_range(x) if thin else (x, None)
+    k = kernel_matrix(kernel, coords, bandwidth=L)
+    assert _relative(k, full_matrix.kernel_matrix(kernel, x, L)) < 1e-12
+    coef, jitter = solve_kernel_system(k, y, overwrite=True)
+    expected_coef = full_matrix.coefficients(kernel, x, y, L)
+    assert jitter == 0.0 and _relative(coef, expected_coef) < 1e-10
+    grads = kernel_gradients(kernel, coords, coef, bandwidth=L, block_rows=5)
+    m = kernel_agop(kernel, coords, coef, bandwidth=L, block_rows=5)
+    # blocks of one row or of five: the same AGOP up to rounding
+    torch.testing.assert_close(kernel_agop(kernel, coords, coef, bandwidth=L, block_rows=1), m, rtol=1e-12, atol=0)
+    if thin:
+        grads, m = grads @ q.T, q @ m @ q.T
+    assert _relative(grads, full_matrix.gradients(kernel, x, expected_coef, L)) < 1e-10
+    assert _relative(m, full_matrix.agop(kernel, x, expected_coef, L)) < 1e-10
+
+
+def test_solve_overwrite_uses_k_as_its_workspace_and_the_default_leaves_k_alone():
+    x, y, _, _ = _data(n=10)
+    k = laplace_kernel(x, bandwidth=L)
+    before = k.clone()
+    a, _ = solve_kernel_system(k, y, 0.1)
+    assert torch.equal(k, before)
+    a_overwrite, _ = solve_kernel_system(k, y, 0.1, overwrite=True)
+    assert torch.equal(a_overwrite, a)
+    torch.testing.assert_close(k, before + 0.1 * torch.eye(10, dtype=torch.float64), rtol=0, atol=0)
 
 
 def _reference_predictor(kernel, x, coef, m):

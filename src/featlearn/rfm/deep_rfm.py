@@ -7,10 +7,15 @@ Rows are samples. Layer l (1-based), on X_l (N, d_l):
   4. X̃_l = X_l M_l^{1/2}                                                          stage "MX"
   5. X_{l+1} = Φ_l(X̃_l), fresh random features (ReLU, D = 1024, or cos RFF, D = 4096)   stage "PhiMX"
 When N < d_l, steps 2–4 run in the N-dimensional row space of X_l (``thin_range``): same result, N×N instead of d×d.
+
+A layer runs on X's device and holds at most two N×N float64 buffers at a time (the kernel matrix and its Cholesky
+factor, freed once A is solved; the AGOP is accumulated over blocks of rows): the paper's N = 50,000 needs 40 GB
+for them, one 80 GB GPU. (The thin route adds its (N, N) coordinates and (d, N) basis, but only runs at N < d.)
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +27,7 @@ import xarray as xr
 
 from featlearn.metrics.collapse import collapse_gram, collapse_metrics, gram_block_means, stratified_indices
 from featlearn.rfm.features import laplace_fourier_features, relu_features
-from featlearn.rfm.kernels import agop, kernel_gradients, kernel_matrix
+from featlearn.rfm.kernels import kernel_agop, kernel_matrix
 from featlearn.rfm.linalg import max_entry, psd_sqrt, solve_kernel_system, thin_range
 
 ACTIVATIONS = ("relu", "cos")
@@ -30,6 +35,8 @@ DEFAULT_WIDTH = {"relu": 1024, "cos": 4096}  # App. C
 STAGES = ("X", "MX", "PhiMX")
 STEPS = ("kernel", "solve", "agop", "sqrt", "features")
 METRICS = ("nc1", "nc1_codeconv", "nc2_meansq", "nc2_fro", "trSW", "trSB")
+
+log = logging.getLogger(__name__)
 
 
 def pm_one_hot(labels: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
@@ -49,10 +56,18 @@ class RFMLayer:
     seconds: dict[str, float]
 
 
+def _sync(device: torch.device) -> None:
+    """Wait for the device's queued kernels, so a clock reading on CUDA measures work done, not work queued."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 @contextmanager
-def _timed(seconds: dict[str, float], step: str) -> Iterator[None]:
+def _timed(seconds: dict[str, float], step: str, device: torch.device) -> Iterator[None]:
+    _sync(device)
     start = time.perf_counter()
     yield
+    _sync(device)
     seconds[step] = time.perf_counter() - start
 
 
@@ -61,32 +76,42 @@ def rfm_layer(
     ridge: float = 0.0, activation: str = "relu", width: int | None = None, gamma: float = 0.05,
     normalize_agop: bool = True, thin: bool | None = None,
 ) -> RFMLayer:
-    """One iteration of Algorithm 1 on X (N, d) with targets Y (N, K); ``thin`` (default: N < d) picks the row-space
-    route for steps 2–4. Returns normalized X, X̃ = X M^{1/2} and Φ(X̃)."""
+    """One iteration of Algorithm 1 on X (N, d) with targets Y (N, K), on X's device; ``thin`` (default: N < d) picks
+    the row-space route for steps 2–4. Returns normalized X, X̃ = X M^{1/2} and Φ(X̃)."""
     if activation not in ACTIVATIONS:
         raise ValueError(f"rfm_layer: unknown activation {activation!r}; allowed: {ACTIVATIONS}")
     seconds: dict[str, float] = {}
     x = torch.nn.functional.normalize(x, dim=1)
     thin = len(x) < x.shape[1] if thin is None else thin
-    with _timed(seconds, "kernel"):  # includes the thin QR
+    with _timed(seconds, "kernel", x.device):  # includes the thin QR
         coords, q = thin_range(x) if thin else (x, None)  # x = coords qᵀ keeps every distance: same k, same f
-        k = kernel_matrix(kernel, coords, bandwidth=bandwidth)
-    with _timed(seconds, "solve"):
-        coef, jitter = solve_kernel_system(k, y, ridge)
-    with _timed(seconds, "agop"):
-        m = agop(kernel_gradients(kernel, coords, coef, bandwidth=bandwidth))  # Qᵀ M Q on the thin route
+        k = kernel_matrix(kernel, coords, bandwidth=bandwidth)  # N×N buffer 1
+    with _timed(seconds, "solve", x.device):
+        coef, jitter = solve_kernel_system(k, y, ridge, overwrite=True)  # buffer 2: K's Cholesky factor
+        del k
+    with _timed(seconds, "agop", x.device):
+        m = kernel_agop(kernel, coords, coef, bandwidth=bandwidth)  # blockwise; Qᵀ M Q on the thin route
         if normalize_agop:
             m = m / max_entry(m, q)
-    with _timed(seconds, "sqrt"):
+    with _timed(seconds, "sqrt", x.device):
         x_tilde = coords.to(torch.float64) @ psd_sqrt(m)
         x_tilde = (x_tilde if q is None else x_tilde @ q.to(torch.float64).T).to(x.dtype)
-    with _timed(seconds, "features"):
+    with _timed(seconds, "features", x.device):
         width = width or DEFAULT_WIDTH[activation]
         if activation == "relu":
             features = relu_features(x_tilde, width, generator)
         else:
             features = laplace_fourier_features(x_tilde, width, gamma, generator)
     return RFMLayer(x, x_tilde, features, jitter, seconds)
+
+
+def _log_layer(layer: int, depth: int, seconds: float, nc1: float, jitter: float, device: torch.device) -> None:
+    msg, args = "deep_rfm layer %d/%d: %.1f s, NC1(X) %.3g", [layer, depth, seconds, nc1]
+    if jitter:
+        msg, args = msg + ", jitter %.2g", [*args, jitter]
+    if device.type == "cuda":
+        msg, args = msg + ", peak %.1f GB", [*args, torch.cuda.max_memory_allocated(device) / 1e9]
+    log.info(msg, *args)
 
 
 def deep_rfm(
@@ -104,12 +129,15 @@ def deep_rfm(
       (Figs 1, 5, 6; spec §2.4);
     * ``jitter`` (layer) added to K in the solve and ``seconds`` (layer, step), wall-clock per step.
 
-    Features are kept in ``dtype`` (float64 by default: the ridgeless solve interpolates nearly collapsed points, whose
-    float32 distances are noise that Ξ = k/(L r) amplifies). The run is a function of ``generator``'s state.
+    Runs on X's device (labels are moved there); the metrics are float64 and the stored arrays NumPy. Logs one INFO
+    line per layer (time, NC1 of X_l, any jitter, on CUDA the peak memory so far), so a slow run reads differently
+    from a hung one. Features are kept in ``dtype`` (float64 by default: the ridgeless solve interpolates nearly
+    collapsed points, whose float32 distances are noise that Ξ = k/(L r) amplifies). The run is a function of
+    ``generator``'s state.
     """
     if depth < 1 or not all(1 <= g <= depth for g in gram_layers):
         raise ValueError(f"deep_rfm: need depth >= 1 and gram_layers within 1..{depth} (got {depth}, {gram_layers})")
-    labels = labels.to(torch.long)
+    labels = labels.to(device=x.device, dtype=torch.long)
     y = pm_one_hot(labels)
     subset = stratified_indices(labels, gram_per_class)
     k = y.shape[1]
@@ -119,6 +147,7 @@ def deep_rfm(
     block = np.zeros((len(gram_layers), k, k))
     h = x.to(dtype)
     for layer in range(1, depth + 1):
+        start = time.perf_counter()
         out = rfm_layer(
             h, y, generator, kernel=kernel, bandwidth=bandwidth, ridge=ridge, activation=activation, width=width,
             gamma=gamma, normalize_agop=normalize_agop,
@@ -132,7 +161,9 @@ def deep_rfm(
             g = gram_layers.index(layer)
             gram[g] = collapse_gram(out.x_tilde, labels, subset).cpu().numpy()
             block[g] = gram_block_means(out.x_tilde, labels).cpu().numpy()
+        _log_layer(layer, depth, time.perf_counter() - start, metrics["nc1"][layer - 1, 0], out.jitter, x.device)
         h = out.features
+        del out  # this layer's X and X̃ go before the next layer's N×N buffers arrive
     sub_labels = labels[subset].cpu().numpy()
     return xr.Dataset(
         {

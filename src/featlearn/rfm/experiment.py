@@ -1,7 +1,7 @@
 """One Deep RFM experiment store (collapse paper Figs 1, 3–6; spec ../shared/specs/collapse.md §2.3, §4, §5).
 
 An experiment fixes the activation (ReLU or cos RFF) and runs ``deep_rfm`` once per dataset, one job each. The data
-stage prepares each dataset (``featlearn.config.deep_rfm_data``: the first N training images, standardized per
+stage prepares each dataset (``featlearn.experiments.deep_rfm.data_block``: the first N training images, standardized per
 feature over those N, ±1 one-hot, flattened, sorted by class; real files at paper scale, the labelled offline
 stand-ins at quick scale), ``deep_rfm_dataset`` runs one, and ``combine_datasets`` stacks them along ``dataset``.
 """
@@ -19,14 +19,16 @@ from featlearn.rfm.deep_rfm import deep_rfm
 log = logging.getLogger(__name__)
 
 
-def deep_rfm_dataset(cfg: dict, name: str, data: dict) -> xr.Dataset:
-    """Run experiment ``cfg`` on one prepared dataset (``featlearn.config.deep_rfm_data``), in float64."""
+def deep_rfm_dataset(cfg: dict, name: str, data: dict, device: torch.device | str = "cpu") -> xr.Dataset:
+    """Run experiment ``cfg`` on one prepared dataset (``featlearn.experiments.deep_rfm.data_block``), in float64 on ``device``
+    (the job's: the paper's N = 50,000 needs one GPU). The random features come from a CPU generator, so a seed draws
+    the same features on every device."""
     model = cfg["model"]
-    x, labels = data["x_train"].to(torch.float64), data["labels_train"]
+    x, labels = data["x_train"].to(device=device, dtype=torch.float64), data["labels_train"]  # deep_rfm moves labels
     kernel = model["kernel"][name]
     generator = torch.Generator().manual_seed(zlib.crc32(f"deep_rfm/{name}/{cfg['seed']}".encode()))
-    log.info("deep_rfm %s: N = %d, d = %d, kernel %s, %s width %d", name, *x.shape, kernel, model["activation"],
-             model["width"])
+    log.info("deep_rfm %s: N = %d, d = %d, kernel %s, %s width %d, on %s", name, *x.shape, kernel,
+             model["activation"], model["width"], device)
     ds = deep_rfm(
         x, labels, generator, depth=model["depth"], kernel=kernel, bandwidth=model["bandwidth"],
         ridge=model["ridge"], activation=model["activation"], width=model["width"], gamma=model["gamma"],

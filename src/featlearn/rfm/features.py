@@ -1,6 +1,8 @@
 """Random feature maps Φ_l of Deep RFM, drawn fresh at every layer (collapse spec §2.3.5).
 
-Rows are samples: Φ maps X (N, d) to (N, D). Every draw takes an explicit ``torch.Generator``.
+Rows are samples: Φ maps X (N, d) to (N, D). Every draw takes an explicit ``torch.Generator`` and is made on the
+generator's device (the pipeline's are CPU generators), then moved to X's: a seed gives the same features whether X
+lives on the CPU or a GPU, and a CPU generator never meets a CUDA tensor (which torch refuses).
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ def l1_laplace_kernel(x: torch.Tensor, z: torch.Tensor, gamma: float) -> torch.T
 
 def relu_features(x: torch.Tensor, width: int, generator: torch.Generator) -> torch.Tensor:
     """Φ(z) = ReLU(W z), W (D, d) i.i.d. N(0, 1), no bias (§3.3; App. C: D = 1024); rows ReLU(X Wᵀ), (N, D)."""
-    w = torch.randn(width, x.shape[1], generator=generator, dtype=x.dtype, device=x.device)
-    return torch.relu(x @ w.T)
+    w = torch.randn(width, x.shape[1], generator=generator, dtype=x.dtype, device=generator.device)
+    return (x @ w.to(x.device).T).relu_()  # in place: one (N, D) buffer
 
 
 def laplace_fourier_features(x: torch.Tensor, width: int, gamma: float, generator: torch.Generator) -> torch.Tensor:
@@ -27,6 +29,7 @@ def laplace_fourier_features(x: torch.Tensor, width: int, gamma: float, generato
     E[Φ(x)ᵀΦ(z)] = exp(−γ‖x − z‖₁), random Fourier features of the ℓ1-Laplacian kernel (App. C: D = 4096, γ = 0.05):
     the Cauchy(0, γ) law is the Fourier transform of exp(−γ|t|) in each coordinate.
     """
-    omega = torch.empty(width, x.shape[1], dtype=x.dtype, device=x.device).cauchy_(0.0, gamma, generator=generator)
-    b = 2 * math.pi * torch.rand(width, generator=generator, dtype=x.dtype, device=x.device)
-    return math.sqrt(2 / width) * torch.cos(x @ omega.T + b)
+    draw = {"dtype": x.dtype, "device": generator.device}
+    omega = torch.empty(width, x.shape[1], **draw).cauchy_(0.0, gamma, generator=generator)
+    b = 2 * math.pi * torch.rand(width, generator=generator, **draw)
+    return (x @ omega.to(x.device).T).add_(b.to(x.device)).cos_().mul_(math.sqrt(2 / width))  # one (N, D) buffer

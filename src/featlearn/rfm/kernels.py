@@ -12,42 +12,68 @@ A kernel machine f(z) = Σ_j A[j, :] k(z, x_j) has input gradients
 
 with Ξ = 0 where r < 1e-10: the Laplace kernel is not differentiable at r = 0 (the self term at a training point), and
 its gradient there is taken as 0 [authors' code].
+
+Memory: Deep RFM at the paper's N = 50,000 must fit one GPU, where an N×N float64 matrix is 20 GB. Every (n, p)
+kernel matrix is therefore built in one buffer by in-place steps, and gradients and the AGOP are computed over blocks
+of evaluation points, never with an N×N Ξ. Every tensor is created on its inputs' device.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 import torch
 
-from featlearn.metrics import nfa
 from featlearn.rfm.linalg import solve_kernel_system
 
 KERNELS = ("laplace", "gaussian")
 DISTANCE_FLOOR = 1e-10
+# Evaluation points per gradient block. A block's temporaries (distances, Ξ, Ξ·A[:, c]: three (b, N) float64) grow
+# like N, never N²: 0.8 GB each at N = 50,000 (an N×N buffer is 20 GB), and (b, N) @ (N, d) products this tall run at
+# full matmul speed. Below 4·2048 points a block is N/4 rows, so the three stay under one N×N buffer at small N too.
+GRADIENT_BLOCK_ROWS = 2048
+
+
+def _distances_(prod: torch.Tensor, sq_rows: torch.Tensor, sq_cols: torch.Tensor,
+                self_diagonal: int | None) -> torch.Tensor:
+    """Turn cross products ⟨x_i, z_j⟩_M (n, p) into r_ij = √(‖x_i‖²_M + ‖z_j‖²_M − 2⟨x_i, z_j⟩_M) in place, clamped
+    at 0, with exact zeros on the diagonal at offset ``self_diagonal`` (the pairs of a point with itself)."""
+    r = prod.mul_(-2).add_(sq_rows[:, None]).add_(sq_cols[None, :])
+    if self_diagonal is not None:
+        r.diagonal(self_diagonal).zero_()
+    return r.clamp_min_(0).sqrt_()
 
 
 def mahalanobis_distances(
     x: torch.Tensor, z: torch.Tensor | None = None, m: torch.Tensor | None = None
 ) -> torch.Tensor:
-    """r_ij = ‖x_i − z_j‖_M, (n, p); z = None gives the pairwise distances within x, with an exact zero diagonal."""
+    """r_ij = ‖x_i − z_j‖_M in one (n, p) buffer; z = None gives the pairwise distances within x, with an exact zero
+    diagonal."""
     zz = x if z is None else z
-    mx, mz = (x, zz) if m is None else (x @ m, zz @ m)
-    sq = (mx * x).sum(1)[:, None] + (mz * zz).sum(1)[None, :] - 2 * mx @ zz.T
-    if z is None:
-        sq.fill_diagonal_(0)
-    return sq.clamp_min_(0).sqrt_()
+    mx = x if m is None else x @ m
+    mz = zz if m is None else (mx if z is None else zz @ m)
+    return _distances_(mx @ zz.T, (mx * x).sum(1), (mz * zz).sum(1), 0 if z is None else None)
 
 
-def _laplace(r: torch.Tensor, bandwidth: float) -> torch.Tensor:
-    return torch.exp(-r / bandwidth)
+def _laplace_(r: torch.Tensor, bandwidth: float) -> torch.Tensor:
+    return r.div_(-bandwidth).exp_()
 
 
-def _gaussian(r: torch.Tensor, bandwidth: float) -> torch.Tensor:
-    return torch.exp(-(r**2) / (2 * bandwidth**2))
+def _gaussian_(r: torch.Tensor, bandwidth: float) -> torch.Tensor:
+    return r.square_().div_(-2 * bandwidth**2).exp_()
 
 
-PROFILES: dict[str, Callable[[torch.Tensor, float], torch.Tensor]] = {"laplace": _laplace, "gaussian": _gaussian}
+# Kernel profiles k(r), in place: they overwrite the distances r with the kernel values.
+PROFILES: dict[str, Callable[[torch.Tensor, float], torch.Tensor]] = {"laplace": _laplace_, "gaussian": _gaussian_}
+
+
+def _xi_(kernel: str, r: torch.Tensor, bandwidth: float) -> torch.Tensor:
+    """Ξ = k/(L r), 0 where r ≤ 1e-10 (Laplace), or k/L² (Gaussian), from distances r, which it overwrites."""
+    if kernel == "gaussian":
+        return _gaussian_(r, bandwidth).div_(bandwidth**2)
+    self_terms = r <= DISTANCE_FLOOR
+    k = r.div(-bandwidth).exp_()
+    return k.div_(r.mul_(bandwidth)).masked_fill_(self_terms, 0.0)
 
 
 def check_kernel(kernel: str, bandwidth: float) -> None:
@@ -62,51 +88,85 @@ def laplace_kernel(
     x: torch.Tensor, z: torch.Tensor | None = None, *, bandwidth: float = 2.0, m: torch.Tensor | None = None
 ) -> torch.Tensor:
     """k_M(x_i, z_j) = exp(−‖x_i − z_j‖_M / L), (n, p) (App. C)."""
-    return _laplace(mahalanobis_distances(x, z, m), bandwidth)
+    return kernel_matrix("laplace", x, z, bandwidth=bandwidth, m=m)
 
 
 def gaussian_kernel(
     x: torch.Tensor, z: torch.Tensor | None = None, *, bandwidth: float = 2.0, m: torch.Tensor | None = None
 ) -> torch.Tensor:
     """k_M(x_i, z_j) = exp(−‖x_i − z_j‖²_M / (2L²)), (n, p)."""
-    return _gaussian(mahalanobis_distances(x, z, m), bandwidth)
+    return kernel_matrix("gaussian", x, z, bandwidth=bandwidth, m=m)
 
 
 def kernel_matrix(
     kernel: str, x: torch.Tensor, z: torch.Tensor | None = None, *, bandwidth: float = 2.0,
     m: torch.Tensor | None = None,
 ) -> torch.Tensor:
-    """k(x_i, z_j) for the named kernel, (n, p); z = None is k(X, X)."""
+    """k(x_i, z_j) for the named kernel, (n, p); z = None is k(X, X). One (n, p) buffer: the distances' matmul output
+    becomes the kernel in place."""
     check_kernel(kernel, bandwidth)
     return PROFILES[kernel](mahalanobis_distances(x, z, m), bandwidth)
 
 
+def _class_gradients(
+    xi: torch.Tensor, zb: torch.Tensor, x_train: torch.Tensor, coef: torch.Tensor, m: torch.Tensor | None
+) -> Iterator[torch.Tensor]:
+    """J_B[:, c, :] = (Ξ_B ⊙ A[:, c]) X − (Ξ_B A[:, c]) ⊙ z_B, right-multiplied by M, one class c at a time, (b, d)."""
+    for a in coef.T:
+        grad = (xi * a).matmul(x_train) - (xi @ a)[:, None] * zb
+        yield grad if m is None else grad @ m
+
+
+def _gradient_blocks(
+    kernel: str, x_train: torch.Tensor, coef: torch.Tensor, z: torch.Tensor | None, bandwidth: float,
+    m: torch.Tensor | None, block_rows: int,
+) -> Iterator[Iterator[torch.Tensor]]:
+    """Per block of b consecutive evaluation points (z, or the training points when z is None), the gradients of
+    every class, (b, d) each (``_class_gradients``), from the block's Ξ_B (b, N)."""
+    pts = x_train if z is None else z
+    coef = coef.to(x_train.dtype)
+    sq_train = ((x_train if m is None else x_train @ m) * x_train).sum(1)
+    rows = max(1, min(block_rows, len(pts) // 4))
+    for start in range(0, len(pts), rows):
+        zb = pts[start : start + rows]
+        zbm = zb if m is None else zb @ m
+        # at the training points, pair (i, start + i) is point i with itself: distance exactly 0
+        r = _distances_(zbm @ x_train.T, (zbm * zb).sum(1), sq_train, start if z is None else None)
+        xi = _xi_(kernel, r, bandwidth)
+        del r  # the Laplace Ξ is a new buffer: free the distances before the per-class products
+        yield _class_gradients(xi, zb, x_train, coef, m)
+
+
 def kernel_gradients(
     kernel: str, x_train: torch.Tensor, coef: torch.Tensor, z: torch.Tensor | None = None, *,
-    bandwidth: float = 2.0, m: torch.Tensor | None = None,
+    bandwidth: float = 2.0, m: torch.Tensor | None = None, block_rows: int = GRADIENT_BLOCK_ROWS,
 ) -> torch.Tensor:
     """J[i, c, :] = ∇f_c(z_i)ᵀ of f(z) = Σ_j A[j, :] k(z, x_j), (n, K, d); z = None evaluates at the training points.
 
-    Batched over samples: with Ξ (n, N), J[:, c] = Ξ diag(A[:, c]) X − diag(Ξ A[:, c]) Z, then right-multiplied by M.
+    Computed over blocks of ``block_rows`` points, so the working memory beyond the (n, K, d) result is (b, N).
     """
     check_kernel(kernel, bandwidth)
-    pts = x_train if z is None else z
-    r = mahalanobis_distances(x_train, m=m) if z is None else mahalanobis_distances(z, x_train, m)
-    k = PROFILES[kernel](r, bandwidth)
-    if kernel == "laplace":
-        xi = torch.where(r > DISTANCE_FLOOR, k / (bandwidth * r.clamp_min(DISTANCE_FLOOR)), 0.0)
-    else:
-        xi = k / bandwidth**2
-    coef = coef.to(x_train.dtype)
-    n_train, d = x_train.shape
-    weighted = (coef[:, :, None] * x_train[:, None, :]).reshape(n_train, -1)  # row j: A[j, c] x_j for every c
-    jac = (xi @ weighted).reshape(len(pts), -1, d) - (xi @ coef)[:, :, None] * pts[:, None, :]
-    return jac if m is None else jac @ m
+    blocks = _gradient_blocks(kernel, x_train, coef, z, bandwidth, m, block_rows)
+    return torch.cat([torch.stack(list(grads), dim=1) for grads in blocks])
 
 
-def agop(jacobians: torch.Tensor) -> torch.Tensor:
-    """AGOP = (1/n) Σ_i J_iᵀ J_i from J (n, K, d), float64, (d, d) (§3.3; Algorithm 1 drops the 1/n)."""
-    return nfa.ptk_feature_covariance(jacobians)
+def kernel_agop(
+    kernel: str, x_train: torch.Tensor, coef: torch.Tensor, z: torch.Tensor | None = None, *,
+    bandwidth: float = 2.0, m: torch.Tensor | None = None, block_rows: int = GRADIENT_BLOCK_ROWS,
+) -> torch.Tensor:
+    """AGOP = (1/n) Σ_i J_iᵀ J_i of f over z (default: the training points), float64, (d, d) (§3.3, Algorithm 1's
+    M_l, which drops the 1/n).
+
+    Accumulated block by block of ``block_rows`` points: no N×N matrix and no (N, K, d) Jacobian is ever formed.
+    """
+    check_kernel(kernel, bandwidth)
+    d = x_train.shape[1]
+    out = torch.zeros(d, d, dtype=torch.float64, device=x_train.device)
+    for grads in _gradient_blocks(kernel, x_train, coef, z, bandwidth, m, block_rows):
+        for grad in grads:
+            grad = grad.to(torch.float64)
+            out.addmm_(grad.T, grad)
+    return out.div_(len(x_train) if z is None else len(z))
 
 
 class KernelRidge:
@@ -130,9 +190,9 @@ class KernelRidge:
         return kernel_matrix(self.kernel, x, z, bandwidth=self.bandwidth, m=self.m)
 
     def fit(self, x: torch.Tensor, y: torch.Tensor) -> KernelRidge:
-        """Solve (K + μI) A = Y on X (N, d), Y (N, K)."""
+        """Solve (K + μI) A = Y on X (N, d), Y (N, K); K is built for the solve and consumed by it."""
         self.x_train_ = x
-        coef, self.jitter_ = solve_kernel_system(self.kernel_matrix(x), y, self.ridge)
+        coef, self.jitter_ = solve_kernel_system(self.kernel_matrix(x), y, self.ridge, overwrite=True)
         self.coef_ = coef.to(x.dtype)
         return self
 
@@ -142,11 +202,8 @@ class KernelRidge:
 
     def gradients(self, z: torch.Tensor | None = None) -> torch.Tensor:
         """∇f_c(z_i) in closed form, (n, K, d); z = None: at the training points."""
-        return kernel_gradients(
-            self.kernel, self.x_train_, self.coef_, z, bandwidth=self.bandwidth, m=self.m
-        )
+        return kernel_gradients(self.kernel, self.x_train_, self.coef_, z, bandwidth=self.bandwidth, m=self.m)
 
     def agop(self, z: torch.Tensor | None = None) -> torch.Tensor:
         """AGOP of the fitted machine over z (default: the training points), (d, d)."""
-        return agop(self.gradients(z))
-
+        return kernel_agop(self.kernel, self.x_train_, self.coef_, z, bandwidth=self.bandwidth, m=self.m)
