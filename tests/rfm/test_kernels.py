@@ -6,6 +6,7 @@ import pytest
 import torch
 from scipy.spatial.distance import cdist
 
+from featlearn.metrics.nfa import psd_sqrt
 from featlearn.rfm.features import l1_laplace_kernel, laplace_fourier_features, relu_features
 from featlearn.rfm.kernels import (
     KERNELS,
@@ -17,7 +18,7 @@ from featlearn.rfm.kernels import (
     laplace_kernel,
     mahalanobis_distances,
 )
-from featlearn.rfm.linalg import max_entry, psd_sqrt, solve_kernel_system, thin_range
+from featlearn.rfm.linalg import max_entry, solve_kernel_system, thin_range
 
 L = 2.0
 

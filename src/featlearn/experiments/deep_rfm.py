@@ -1,13 +1,18 @@
-"""Kind ``deep_rfm``: Deep Recursive Feature Machines, one unit per dataset (collapse Figs 1, 3–6; spec §2.3).
+"""Kind ``deep_rfm``: Deep Recursive Feature Machines, one unit per dataset (collapse Figs 1, 3–6; spec §2.3, §4, §5).
 
-A unit reads the data stage's prepared dataset (the first N training images, standardized per feature over those N,
-±1 one-hot, flattened, sorted by class; real files at paper scale, the labelled offline stand-ins at quick scale),
-runs ``rfm.experiment.deep_rfm_dataset`` on the job's device, and the experiment's store stacks the datasets.
+An experiment fixes the activation (ReLU or cos RFF). A unit reads the data stage's prepared dataset (``data_block``:
+the first N training images, standardized per feature over those N, ±1 one-hot, flattened, sorted by class; real
+files at paper scale, the labelled offline stand-ins at quick scale) and runs ``rfm.deep_rfm.deep_rfm`` on the
+job's device; the experiment's store stacks the datasets along ``dataset``.
 """
 
 from __future__ import annotations
 
+import logging
+import zlib
 from typing import Any
+
+log = logging.getLogger(__name__)
 
 
 def data_block(exp: dict, dataset: str) -> dict:
@@ -36,12 +41,46 @@ def check(exp: dict, where: str) -> list[str]:
 
 
 def measure(unit: dict, data: list[dict], run: None, device: Any) -> Any:
-    from featlearn.rfm.experiment import deep_rfm_dataset
+    """Deep RFM on the unit's dataset, in float64 on ``device`` (the job's: the paper's N = 50,000 needs one GPU).
+    The random features come from a CPU generator, so a seed draws the same features on every device."""
+    import torch
 
-    return deep_rfm_dataset(unit, unit["dataset"], data[0], device)
+    from featlearn.rfm.deep_rfm import deep_rfm
+
+    model, name, prepared = unit["model"], unit["dataset"], data[0]
+    x = prepared["x_train"].to(device=device, dtype=torch.float64)
+    kernel = model["kernel"][name]
+    generator = torch.Generator().manual_seed(zlib.crc32(f"deep_rfm/{name}/{unit['seed']}".encode()))
+    log.info("deep_rfm %s: N = %d, d = %d, kernel %s, %s width %d, on %s", name, *x.shape, kernel,
+             model["activation"], model["width"], device)
+    ds = deep_rfm(
+        x, prepared["labels_train"], generator, depth=model["depth"], kernel=kernel, bandwidth=model["bandwidth"],
+        ridge=model["ridge"], activation=model["activation"], width=model["width"], gamma=model["gamma"],
+        normalize_agop=model["normalize_agop"], gram_layers=tuple(unit["gram"]["layers"]),
+        gram_per_class=unit["gram"]["per_class"],
+    )
+    nc1 = ds.nc1.sel(stage="X")
+    log.info("deep_rfm %s: NC1(X) layer 1 %.3g, layer %d %.3g; %.1f s", name, float(nc1.isel(layer=0)),
+             model["depth"], float(nc1.isel(layer=-1)), float(ds.seconds.sum()))
+    return ds.assign_attrs(dataset=name, kernel=kernel, data_source=prepared["source"])
 
 
 def combine(exp: dict, parts: dict[str, tuple[dict, Any]]) -> Any:
-    from featlearn.rfm.experiment import combine_datasets
+    """The datasets stacked along ``dataset``, in the experiment's order. Attributes: the run's hyper-parameters
+    (kernel per dataset in ``kernel_<dataset>``) and ``data_source``, one line per dataset (stand-ins named)."""
+    import xarray as xr
 
-    return combine_datasets(exp, [parts[d][1] for d in exp["data"]["datasets"]])
+    model = exp["model"]
+    stores = [parts[d][1] for d in exp["data"]["datasets"]]
+    # i, j index the class-sorted subsample per dataset; position-based so datasets stack
+    runs = [part.drop_vars(["i", "j"]).drop_attrs() for part in stores]
+    store = xr.concat(runs, dim="dataset", coords="different", compat="equals", join="outer")
+    store = store.assign_coords(dataset=[part.attrs["dataset"] for part in stores])
+    store.attrs.update({
+        "activation": model["activation"], "bandwidth": model["bandwidth"], "ridge": model["ridge"],
+        "width": model["width"], "gamma": model["gamma"], "normalize_agop": int(model["normalize_agop"]),
+        "n_samples": exp["data"]["n"], "seed": exp["seed"],
+        **{f"kernel_{part.attrs['dataset']}": part.attrs["kernel"] for part in stores},
+        "data_source": ";\n".join(part.attrs["data_source"] for part in stores),  # one line each in figure footers
+    })
+    return store

@@ -68,6 +68,10 @@ def check(exp: dict, where: str) -> list[str]:
             f"{len(model['widths'])} hidden layers; give one scale per hidden layer"
         )
     problems += following_errors(exp, where)
+    data = exp["data"]
+    if data.get("task") == "chain_monomial" and data["r"] > data["d"]:
+        problems.append(f"{where}.data.r ({data['r']}) exceeds data.d ({data['d']}): the chain monomial multiplies "
+                        "r of the d coordinates; take r <= d")
     optimizers = sweep.get("optimizer", [train["optimizer"]])
     for name in ("slo", "slo_adaptive"):
         if name in optimizers and name not in train:

@@ -17,7 +17,6 @@ import math
 import torch
 
 from featlearn.metrics import nfa
-from featlearn.rfm.linalg import psd_sqrt
 
 
 def class_means(h: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
@@ -189,7 +188,7 @@ def right_singular_fraction(stage_nc1: dict[str, float]) -> float:
 
 def nfa_correlation(w: torch.Tensor, agop: torch.Tensor) -> float:
     """ρ(WᵀW, AGOP^{1/2}), Pearson over entries (App. C: each matrix minus its mean entry; Figs 10–12)."""
-    return nfa.correlation(nfa.nfm(w.to(torch.float64)), psd_sqrt(agop), "pearson")
+    return nfa.correlation(nfa.nfm(w.to(torch.float64)), nfa.psd_sqrt(agop), "pearson")
 
 
 def nfa_correlation_full(w: torch.Tensor, agop: torch.Tensor) -> float:

@@ -33,6 +33,13 @@ def agop(w: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return w.T @ k @ w
 
 
+def psd_sqrt(m: torch.Tensor) -> torch.Tensor:
+    """M^{1/2} = V Λ₊^{1/2} Vᵀ of a symmetric PSD matrix by eigh in float64, negative eigenvalues clipped, (d, d):
+    the AGOP^{1/2} of the collapse paper's NFA and Deep RFM's M^{1/2} (the authors' ``matrix_sqrt``)."""
+    lam, v = torch.linalg.eigh(m.to(torch.float64))
+    return (v * lam.clamp_min(0).sqrt()) @ v.T
+
+
 def ptk_matrix(jac: torch.Tensor) -> torch.Tensor:
     """PTK 𝒦 = J Jᵀ over samples and outputs, (n·c, n·c)."""
     flat = jac.reshape(-1, jac.shape[-1]).to(torch.float64)

@@ -26,9 +26,10 @@ import torch
 import xarray as xr
 
 from featlearn.metrics.collapse import collapse_gram, collapse_metrics, gram_block_means, stratified_indices
+from featlearn.metrics.nfa import psd_sqrt
 from featlearn.rfm.features import laplace_fourier_features, relu_features
 from featlearn.rfm.kernels import kernel_agop, kernel_matrix
-from featlearn.rfm.linalg import max_entry, psd_sqrt, solve_kernel_system, thin_range
+from featlearn.rfm.linalg import max_entry, solve_kernel_system, thin_range
 
 ACTIVATIONS = ("relu", "cos")
 DEFAULT_WIDTH = {"relu": 1024, "cos": 4096}  # App. C

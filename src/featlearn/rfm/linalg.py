@@ -58,12 +58,6 @@ def solve_kernel_system(
     return torch.linalg.solve_triangular(chol.mT, z, upper=True), jitter  # Lᵀ A = Z
 
 
-def psd_sqrt(m: torch.Tensor) -> torch.Tensor:
-    """M^{1/2} = V Λ₊^{1/2} Vᵀ of a symmetric PSD matrix by eigh in float64, negative eigenvalues clipped, (d, d)."""
-    lam, v = torch.linalg.eigh(m.to(torch.float64))
-    return (v * lam.clamp_min(0).sqrt()) @ v.T
-
-
 def thin_range(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(C, Q) with X = C Qᵀ: thin QR Xᵀ = QR, Q (d, N) orthonormal columns, coordinates C = Rᵀ (N, N).
 

@@ -2,13 +2,13 @@ import numpy as np
 import torch
 
 from featlearn.data.prepare import prepare
+from featlearn.experiments import deep_rfm as kind
 from featlearn.experiments.deep_rfm import data_block
-from featlearn.rfm.experiment import combine_datasets, deep_rfm_dataset
 
 
 def _cfg(**data):
     return {
-        "seed": 0,
+        "kind": "deep_rfm", "seed": 0,
         "data": {"source": "offline", "datasets": ["mnist", "cifar10"], "n": 30, **data},
         "model": {"activation": "relu", "width": 32, "kernel": {"cifar10": "laplace", "mnist": "gaussian",
                                                                  "svhn": "laplace"},
@@ -35,12 +35,15 @@ def test_inputs_are_balanced_standardized_and_class_sorted(tmp_path):
 
 def test_store_stacks_datasets_and_names_sources(tmp_path):
     cfg = _cfg()
-    parts = [deep_rfm_dataset(cfg, name, _data(cfg, name, tmp_path)) for name in cfg["data"]["datasets"]]
-    ds = combine_datasets(cfg, parts)
+    units = kind.units("rfm", cfg)
+    assert list(units) == cfg["data"]["datasets"] and kind.datasets(units["mnist"]) == [data_block(cfg, "mnist")]
+    parts = {name: (unit, kind.measure(unit, [_data(cfg, name, tmp_path)], None, "cpu"))
+             for name, unit in units.items()}
+    ds = kind.combine(cfg, parts)
     assert list(ds.dataset.values) == ["mnist", "cifar10"]
     assert ds.nc1.shape == (2, 3, 3) and np.isfinite(ds.nc1.values).all()
     assert ds.gram.shape == (2, 2, 20, 20)
     assert ds.attrs["kernel_mnist"] == "gaussian" and ds.attrs["kernel_cifar10"] == "laplace"
     assert "MNIST" in ds.attrs["data_source"] and "CIFAR-10" in ds.attrs["data_source"]
-    again = deep_rfm_dataset(cfg, "mnist", _data(cfg, "mnist", tmp_path))
-    assert again.drop_vars("seconds").identical(parts[0].drop_vars("seconds"))  # seeded
+    again = kind.measure(units["mnist"], [_data(cfg, "mnist", tmp_path)], None, "cpu")
+    assert again.drop_vars("seconds").identical(parts["mnist"][1].drop_vars("seconds"))  # seeded
