@@ -26,6 +26,7 @@ rule all:
     default_target: True
     input:
         ALL_FIGURES,
+        SHORTCUTS,
         REPORT_FILES,
 
 

@@ -119,3 +119,34 @@ def test_output_folder_that_is_a_file_is_named(tmp_path):
     fc.check_output_dirs(tmp_path / "figures")  # absent but creatable: fine
     with pytest.raises(fc.ConfigError, match=r"results exists but is not a directory"):
         fc.check_output_dirs(tmp_path / "results")
+
+
+def test_every_run_records_its_own_experiment():
+    """The lr_follows loop once reused the name `name`, so every run after the first recorded experiment 'gain'."""
+    cfg = {**CONFIG, "scale": "paper"}
+    for name in ("slo_sweep", "real_mlp", "collapse_mlp"):
+        assert {unit["experiment"] for unit in fx.units(cfg, name).values()} == {name}
+
+
+def test_a_duplicated_key_names_both_lines(tmp_path):
+    path = tmp_path / "config.yaml"
+    path.write_text("scale: smoke\nexperiments:\n  a:\n    train: {steps: 20}\n    model: {}\n    train: {lr: 1}\n")
+    with pytest.raises(fc.ConfigError, match=r"key 'train' appears twice in one mapping \(lines 4 and 6\)"):
+        fc.check_yaml(path)
+
+
+def test_an_exponent_yaml_reads_as_text_gets_the_spelling_that_works():
+    message = _invalid(lambda c: c["experiments"]["init_sweep"]["train"].update(lr="1.0e6"))
+    assert "train.lr must be of type number (got '1.0e6'); YAML 1.1 reads 1.0e6 as a string" in message
+    assert "write 1.0e+6" in message
+
+
+def test_chain_monomial_degree_cannot_exceed_the_dimension():
+    message = _invalid(lambda c: c["experiments"]["chain_fig1"]["data"].update(r=40))
+    assert "experiments.chain_fig1.data.r (40) exceeds data.d (32)" in message
+
+
+def test_data_dir_must_be_a_folder(tmp_path):
+    (tmp_path / "datasets.tar").write_text("")
+    message = _invalid(lambda c: c.update(data_dir=str(tmp_path / "datasets.tar")))
+    assert "data_dir" in message and "is a file, not a folder" in message

@@ -60,8 +60,20 @@ def _describe(error: jsonschema.ValidationError, where: str) -> str:
     if error.validator == "required":
         return f"{place}: {error.message}"
     if error.validator == "type":
-        return f"{place} must be of type {value} (got {error.instance!r})"
+        hint = ""
+        if isinstance(error.instance, str) and "number" in str(value) and _looks_numeric(error.instance):
+            hint = (f"; YAML 1.1 reads {error.instance} as a string (an exponent needs a sign and a dot): "
+                    f"write {float(error.instance):.1e}".replace("e+0", "e+").replace("e-0", "e-"))
+        return f"{place} must be of type {value} (got {error.instance!r}){hint}"
     return f"{place}: {error.message}"
+
+
+def _looks_numeric(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
 
 
 def _errors(instance: Any, schema: dict, where: str) -> list[str]:
@@ -70,13 +82,36 @@ def _errors(instance: Any, schema: dict, where: str) -> list[str]:
     return [_describe(e, where) for e in found]
 
 
-def check_yaml(path: str | Path) -> None:
-    """Parse ``path`` as YAML and raise a ConfigError naming the line and column of a syntax error.
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML keeps the last of two equal keys without a word: a second ``train:`` silently replaces the first."""
 
-    Snakemake's own message for a broken config file says neither where nor what.
+    path = "config.yaml"
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            line = key_node.start_mark.line + 1
+            if key in seen:
+                raise ConfigError(f"{self.path}: key {key!r} appears twice in one mapping (lines {seen[key]} and "
+                                  f"{line}); YAML would keep only the second: merge them into one")
+            seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def check_yaml(path: str | Path) -> None:
+    """Parse ``path`` as YAML and raise a ConfigError naming the line and column of a syntax error, or both lines of a
+    duplicated key.
+
+    Snakemake's own message for a broken config file says neither where nor what, and it accepts duplicate keys.
     """
     try:
-        yaml.safe_load(Path(path).read_text())
+        loader = _UniqueKeyLoader(Path(path).read_text())
+        loader.path = str(path)
+        try:
+            loader.get_single_data()
+        finally:
+            loader.dispose()
     except yaml.MarkedYAMLError as err:
         def at(mark: yaml.Mark | None) -> str:
             return f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
@@ -111,6 +146,10 @@ def validate(config: dict, schema_path: str | Path, semantic: Callable[[dict, st
         if rule.get("type") == "boolean" and str(config.get(key)).lower() in ("true", "false"):
             config[key] = str(config[key]).lower() == "true"
     problems = _errors(config, schema, "config.yaml:")
+    data_dir = Path(str(config.get("data_dir", "")))
+    if data_dir.exists() and not data_dir.is_dir():
+        problems.append(f"config.yaml: data_dir {str(data_dir)!r} is a file, not a folder; point it at the folder "
+                        "that holds (or will hold) the datasets")
     defs = schema["$defs"]
     experiments = config.get("experiments") if isinstance(config, dict) else None
     for name, exp in (experiments if isinstance(experiments, dict) else {}).items():

@@ -66,6 +66,23 @@ def _as_shipped(repo):
     pass
 
 
+def _duplicate_key(repo):
+    with (repo / "config.yaml").open("a") as f:
+        f.write("scale: quick\n")  # a second top-level `scale`, which YAML would let win silently
+
+
+def _experiment_removed_store_left(repo):
+    _edit_config(repo, lambda c: c["experiments"].pop("chain_fig1"))
+    store = repo / "results/smoke/metrics/chain_fig1.nc"
+    store.parent.mkdir(parents=True)
+    store.write_text("a store from before chain_fig1 was removed\n")
+
+
+def _data_dir_is_a_file(repo):
+    (repo / "datasets.tar").write_text("")
+    _edit_config(repo, lambda c: c.update(data_dir="datasets.tar"))
+
+
 # (case, how the repo is broken, targets and scale, what the message must say, files that must not exist)
 CASES = [
     ("malformed YAML", _broken_yaml, ("figures/tangent/fig2.pdf",), "smoke",
@@ -76,6 +93,15 @@ CASES = [
      [r"figures/collapse/fig13\.pdf is not a figure this pipeline builds"], ["results"]),
     ("results is not a directory", _results_is_a_file, ("figures/tangent/fig2.pdf",), "smoke",
      [r"results exists but is not a directory.*move or delete that file"], ["figures"]),
+    ("duplicated key", _duplicate_key, ("figures/tangent/fig2.pdf",), "smoke",
+     [r"key 'scale' appears twice in one mapping \(lines \d+ and \d+\)"], ["results", "figures"]),
+    ("figure number with a leading zero", _as_shipped, ("figures/alignment/fig01.pdf",), "smoke",
+     [r"figures/alignment/fig01\.pdf is not a figure this pipeline builds"], ["results"]),
+    ("experiment removed, its old store left", _experiment_removed_store_left, ("figures/alignment/fig1.pdf",), "smoke",
+     [r"fig1\.pdf reads experiment\(s\) \['chain_fig1'\], which config\.yaml does not define"],
+     ["figures/alignment/fig1.pdf"]),
+    ("data_dir is a file", _data_dir_is_a_file, ("figures/tangent/fig2.pdf",), "smoke",
+     [r"data_dir 'datasets\.tar' is a file, not a folder"], ["results", "figures"]),
     ("dataset absent (paper scale, no download)", _as_shipped, (MNIST_CACHE,), "paper",
      [r"MNIST not found in data/MNIST/raw", r"--config download=true"], [MNIST_CACHE]),
     ("dataset folder with the wrong files", _mnist_with_wrong_files, (MNIST_CACHE,), "paper",

@@ -53,6 +53,8 @@ FIGURE_STORES = {
     (paper, n): figure_experiments(paper, n) for paper, numbers in FIGURE_NUMBERS.items() for n in numbers
 }
 ALL_FIGURES = [f"figures/{paper}/fig{n}.pdf" for paper, n in FIGURE_STORES]
+# figures/figN.pdf: the README's shortcut to alignment Fig N, a copy that `all` keeps current
+SHORTCUTS = [f"figures/fig{n}.pdf" for paper, n in FIGURE_STORES if paper == "alignment"]
 
 
 # Code inputs: the import closure of each job's script and of the modules it dispatches to (featlearn.deps), never a
@@ -79,11 +81,20 @@ def measure_code(experiment, unit):
 
 
 def figure_stores(paper, n):
-    if (paper, int(n)) not in FIGURE_STORES:
+    """The stores a figure reads; a figure that does not exist, or reads an experiment config.yaml no longer
+    defines (whose old store may still lie in results/), stops the DAG with the fix."""
+    if (paper, int(n)) not in FIGURE_STORES or n != str(int(n)):
         raise ValueError(
             f"figures/{paper}/fig{n}.pdf is not a figure this pipeline builds; targets: {', '.join(ALL_FIGURES)}"
         )
-    return FIGURE_STORES[(paper, int(n))]
+    stores = FIGURE_STORES[(paper, int(n))]
+    missing = [e for e in stores if e not in EXPERIMENTS]
+    if missing:
+        raise ValueError(
+            f"figures/{paper}/fig{n}.pdf reads experiment(s) {missing}, which config.yaml does not define (a store left "
+            f"in {RESULTS}/metrics/ would be stale); define them again in config.yaml, or build other targets"
+        )
+    return stores
 
 
 def figure_code(paper, n):
