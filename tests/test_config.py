@@ -150,3 +150,10 @@ def test_data_dir_must_be_a_folder(tmp_path):
     (tmp_path / "datasets.tar").write_text("")
     message = _invalid(lambda c: c.update(data_dir=str(tmp_path / "datasets.tar")))
     assert "data_dir" in message and "is a file, not a folder" in message
+
+
+def test_the_device_is_not_part_of_a_runs_identity():
+    """Where a run computes does not change what it is: switching `device` must not retrain anything."""
+    for name in ("chain_fig1", "real_mlp", "deep_rfm_cos"):
+        cpu, auto = (fx.units({**CONFIG, "scale": "paper", "device": d}, name) for d in ("cpu", "auto"))
+        assert cpu == auto and all("device" not in unit for unit in cpu.values())
