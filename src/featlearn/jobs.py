@@ -33,6 +33,9 @@ def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logg
     slurm = os.environ.get("SLURM_JOB_ID", "none")
     log.info("host=%s pid=%d slurm_job_id=%s", socket.gethostname(), os.getpid(), slurm)
     if gpus:
+        # Deep RFM frees and reallocates 20 GB buffers at every layer at N = 50,000: without expandable segments the
+        # caching allocator can fragment them into an out-of-memory error (set before CUDA initializes)
+        os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
         gpu = claim_gpu()
         log.info("CUDA_VISIBLE_DEVICES=%s (%s)", os.environ.get("CUDA_VISIBLE_DEVICES", "unset"),
                  "claimed here" if gpu is not None else "left to the scheduler, the user or a GPU-less machine")
