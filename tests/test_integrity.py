@@ -50,9 +50,12 @@ def test_a_truncated_tensor_file_is_reported_with_its_path(tmp_path):
 
 def _store() -> xr.Dataset:
     return xr.Dataset(
-        {"uc_nfc": (("step", "layer"), np.linspace(0.1, 0.9, 400).reshape(200, 2)),
-         "diverged": ((), 0)},
-        coords={"step": np.arange(200), "layer": [1, 2], "convention": ["cosine", "pearson"]},
+        {"uc_nfc": (("step", "layer"), np.linspace(0.1, 0.9, 400).reshape(200, 2),
+                    {"long_name": "uncentered NFC", "units": "1"}),
+         "diverged": ((), 0, {"long_name": "1 if the run diverged", "units": "1"})},
+        coords={"step": ("step", np.arange(200), {"long_name": "optimizer step", "units": "steps"}),
+                "layer": ("layer", [1, 2], {"long_name": "layer", "units": "1"}),
+                "convention": ("convention", ["cosine", "pearson"], {"long_name": "correlation convention"})},
     )
 
 

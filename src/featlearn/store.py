@@ -5,6 +5,29 @@ scale, where its data came from (real or stand-in), the git commit and dirty fla
 package versions, the creation time and the producing rule. A write goes to a temporary
 file first and is renamed into place, so a killed job never leaves a store that looks done;
 a digest of the values (attribute ``sha256``) lets every reader detect a corrupted store.
+
+Every store has one shape of time (DESIGN.md §6): one dimension, ``step``, and
+readers reduce and index along it by position (first, last finite, early) and plot against
+the coordinate their figure is drawn against:
+
+* step-counted runs (``train.steps``: the synthetic GD/SLO sweeps, GPT, SVHN SLO) label it by
+  the dimension coordinate ``step``, optimizer steps since initialization. They have no
+  ``epoch`` (an all-NaN one would be a coordinate no reader may use, so none at all);
+* epoch-counted runs (``train.epochs``: the real-data MLP, VGG and CelebA nets, the collapse
+  nets, tangent MNIST) label it by the coordinate ``epoch`` (dims ``("step",)``: epochs after
+  the warm-up, 0 = its end; the initialization before a warm-up is the centering reference
+  W₀, not a row) and record the optimizer step of every row in the variable ``step_of_epoch``
+  (over every sweep dimension; NaN where a run has no such epoch). They have no ``step``
+  coordinate: one sweep's datasets differ in steps per epoch, so no single step label names
+  the same row of every run, while an epoch does. ``combine_runs`` aligns such runs on
+  ``epoch``, padding a shorter run (MNIST's 50 epochs against 150) with NaN.
+
+A run's loss of every optimizer step has its own dimension ``iteration`` (the loss at the
+weights after that many steps), longer than any snapshot axis.
+
+Every variable carries CF attributes: a ``long_name``, and ``units`` on every data variable
+and every numeric coordinate ("1" when dimensionless, "steps", "epochs", "nats", "s");
+``check_attributes`` refuses a store without them.
 """
 
 from __future__ import annotations
@@ -13,16 +36,58 @@ import datetime
 import logging
 import os
 import subprocess
+from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
 import netCDF4
+import numpy as np
 import xarray as xr
 
 from featlearn.integrity import DIGEST_KEY, dataset_digest
 
 log = logging.getLogger(__name__)
 PACKAGES = ("torch", "numpy", "xarray", "netCDF4", "snakemake", "featlearn")
+
+TIME_ATTRS = {
+    "step": {"long_name": "optimizer steps since initialization", "units": "steps"},
+    "epoch": {"long_name": "epochs completed after the warm-up (0: its end, or initialization without one)",
+              "units": "epochs"},
+    "step_of_epoch": {"long_name": "optimizer step of the row's snapshot in this run (NaN: the run has no such epoch)",
+                      "units": "steps"},
+    "iteration": {"long_name": "optimizer steps taken before this loss (0: at initialization)", "units": "steps"},
+}
+
+
+def step_axis(steps: Sequence[int]) -> xr.Dataset:
+    """The time labels of a step-counted run: the dimension coordinate ``step``."""
+    return xr.Dataset(coords={"step": ("step", np.asarray(steps), TIME_ATTRS["step"])})
+
+
+def epoch_axis(epochs: Sequence[float], steps: Sequence[int]) -> xr.Dataset:
+    """The time labels of an epoch-counted run: the coordinate ``epoch`` along ``step`` and the optimizer step of
+    each row, ``step_of_epoch`` (a variable, float so that padding with NaN keeps its type)."""
+    if len(epochs) != len(steps):
+        raise ValueError(f"epoch_axis: {len(epochs)} epochs for {len(steps)} steps")
+    return xr.Dataset(
+        {"step_of_epoch": ("step", np.asarray(steps, dtype=float), TIME_ATTRS["step_of_epoch"])},
+        coords={"epoch": ("step", np.asarray(epochs), TIME_ATTRS["epoch"])},
+    )
+
+
+def check_attributes(ds: xr.Dataset) -> None:
+    """Raise ValueError naming every variable that lacks its CF attributes: a ``long_name`` on every variable, and
+    ``units`` on every data variable and every numeric coordinate (a string label has none)."""
+    missing = []
+    for name, var in ds.variables.items():
+        needs = ["long_name"]
+        if name in ds.data_vars or np.issubdtype(var.dtype, np.number) or var.dtype == bool:
+            needs.append("units")
+        if lacking := [key for key in needs if key not in var.attrs]:
+            missing.append(f"{name} ({', '.join(lacking)})")
+    if missing:
+        raise ValueError(f"store variables without CF attributes: {'; '.join(missing)}; set them where the Dataset "
+                         "is built (units '1' for a dimensionless quantity)")
 
 
 def git_state(repo: Path | None = None) -> tuple[str, bool]:
@@ -62,8 +127,13 @@ def provenance(config_json: str, scale: str, rule: str, data_source: str) -> dic
 
 
 def write_store(ds: xr.Dataset, path: str | Path, attrs: dict[str, str | int]) -> None:
-    """Write ``ds`` with ``attrs`` and a digest of its values to ``path`` through a temporary file and a rename."""
+    """Write ``ds`` with ``attrs`` and a digest of its values to ``path`` through a temporary file and a rename;
+    every variable must carry its CF attributes (``check_attributes``)."""
     path = Path(path)
+    try:
+        check_attributes(ds)
+    except ValueError as err:
+        raise ValueError(f"metric store {path}: {err}") from None
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:

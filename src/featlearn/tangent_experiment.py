@@ -25,6 +25,7 @@ from torch import nn
 from torch.func import functional_call
 
 from featlearn.metrics import tangent as tg
+from featlearn.store import epoch_axis
 
 log = logging.getLogger(__name__)
 
@@ -171,9 +172,10 @@ def _check(cfg: dict, available: int) -> None:
 
 
 def tangent_mnist_run(cfg: dict, seed: int) -> xr.Dataset:
-    """One seed of the experiment, both tasks: dims (seed = [seed], task, sample_i, sample_j, epoch, layer), where
-    ``sample_i`` ranks the kernel points by increasing y_i of their task's teacher (the paper's ordering). Runs of
-    several seeds join with ``combine_seeds``; ``cfg`` is the resolved experiment (``featlearn.config.experiment``).
+    """One seed of the experiment, both tasks: dims (seed = [seed], task, sample_i, sample_j, step, layer), where
+    ``step`` is labelled by ``epoch`` (1 = the end of the first epoch; ``featlearn.store``) and ``sample_i`` ranks
+    the kernel points by increasing y_i of their task's teacher (the paper's ordering). Runs of several seeds join
+    with ``combine_seeds``; ``cfg`` is the resolved experiment (``featlearn.config.experiment``).
     """
     data, model, teacher, tr = cfg["data"], cfg["model"], cfg["teacher"], cfg["train"]
     x_all, digit_all, image_all = mnist_digits(data["digits"], data["normalization"])
@@ -199,7 +201,8 @@ def tangent_mnist_run(cfg: dict, seed: int) -> xr.Dataset:
         log.info("seed %d %s: trained %.1f s (MSE %.1e), kernels %.1f s, cos(K, K_ŷ) = %.3f", seed, task,
                  trained - start, final_mse, time.monotonic() - trained, m["alignment"])
         parts.append(_task_dataset(task, m, y[kernel_points], target[kernel_points], digit[kernel_points],
-                                   image[kernel_points], losses, final_mse, float((torch.sign(y) == t).float().mean())))
+                                   image[kernel_points], losses, final_mse, float((torch.sign(y) == t).float().mean()),
+                                   math.ceil(len(x) / tr["batch_size"])))
     ds = xr.concat(parts, dim="task", combine_attrs="override").expand_dims(seed=[seed])
     ds.attrs.update({"data_source": DATA_SOURCE, "n_params": sum(p.numel() for p in theta0.values()),
                      "path_points": cfg["measure"]["path_points"]})
@@ -236,33 +239,38 @@ LONG_NAMES = {
 
 
 def _task_dataset(task: str, m: dict, y: torch.Tensor, target: torch.Tensor, digit: torch.Tensor,
-                  image: torch.Tensor, losses: np.ndarray, final_mse: float, accuracy: float) -> xr.Dataset:
+                  image: torch.Tensor, losses: np.ndarray, final_mse: float, accuracy: float,
+                  steps_per_epoch: int) -> xr.Dataset:
     vec, mat = ("sample_i",), ("sample_i", "sample_j")
     scalars = [k for k in LONG_NAMES if isinstance(m.get(k), float)]  # measure_student's scalar diagnostics
-    ds = xr.Dataset(
+    epochs = np.arange(1, len(losses) + 1)
+    ds = epoch_axis(epochs, epochs * steps_per_epoch).merge(xr.Dataset(
         {
             "image": (vec, image.numpy()), "digit": (vec, digit.numpy()), "y": (vec, y.numpy()),
             "target": (vec, target.numpy()), "f_init": (vec, m["f_init"].numpy()),
             "f_final": (vec, m["f_final"].numpy()), "K0": (mat, m["K0"].numpy()), "K": (mat, m["K"].numpy()),
-            "train_loss": (("epoch",), losses), "final_train_mse": final_mse, "teacher_accuracy": accuracy,
+            "train_loss": (("step",), losses), "final_train_mse": final_mse, "teacher_accuracy": accuracy,
             **{k: m[k] for k in scalars},
             "layer_alignment": (("layer",), m["layer_alignment"]), "layer_change": (("layer",), m["layer_change"]),
         },
-        coords={"sample_i": np.arange(len(y)), "sample_j": np.arange(len(y)), "epoch": np.arange(1, len(losses) + 1),
+        coords={"sample_i": np.arange(len(y)), "sample_j": np.arange(len(y)),
                 "layer": np.arange(1, len(m["layer_change"]) + 1)},
-    )
+    ))
     return ds.expand_dims(task=[task])
 
 
 def _describe(ds: xr.Dataset) -> xr.Dataset:
-    """Long names on every variable; K0 and K written as compressed float32."""
+    """Long names and units on every variable (all dimensionless: pixels are normalized, targets ±1-scaled, the
+    image and digit are labels); K0 and K written as compressed float32."""
     for name, long_name in LONG_NAMES.items():
-        ds[name].attrs["long_name"] = long_name
+        ds[name].attrs.update(long_name=long_name, units="1")
     for name in ("K0", "K"):
         ds[name].encoding.update({"dtype": "float32", "zlib": True})
     ds["task"].attrs["long_name"] = "regression target: linear ŷ_i = y_i, binary ŷ_i = sign(y_i)"
-    ds["sample_i"].attrs["long_name"] = "kernel point, ranked by increasing y_i"
-    ds["layer"].attrs["long_name"] = "weight layer ℓ (1 = input layer), bias included"
+    ds["sample_i"].attrs.update(long_name="kernel point, ranked by increasing y_i", units="1")
+    ds["sample_j"].attrs.update(long_name="kernel point, ranked by increasing y_j", units="1")
+    ds["layer"].attrs.update(long_name="weight layer ℓ (1 = input layer), bias included", units="1")
+    ds["seed"].attrs.update(long_name="seed of the run (data, teacher, student and shuffle draws)", units="1")
     return ds
 
 
@@ -272,5 +280,5 @@ def combine_seeds(runs: Sequence[xr.Dataset]) -> xr.Dataset:
 
 
 def tangent_mnist_store(cfg: dict) -> xr.Dataset:
-    """Figs 1 and 3: every seed of ``cfg['sweep']['seed']``, dims (seed, task, sample_i, sample_j, epoch, layer)."""
+    """Figs 1 and 3: every seed of ``cfg['sweep']['seed']``, dims (seed, task, sample_i, sample_j, step, layer)."""
     return combine_seeds([tangent_mnist_run(cfg, seed) for seed in cfg["sweep"]["seed"]])

@@ -80,7 +80,7 @@ def test_seeds_not_run_and_shorter_runs_are_left_out_not_failed():
     ds["uc_nfc"][dict(dataset=1, seed=1)] = np.nan
     ds["dw_rel"][dict(dataset=1, seed=1)] = np.nan
     for var in ("c_nfc", "uc_nfc", "dw_rel"):  # mnist stopped one measurement earlier
-        ds[var][dict(dataset=1, epoch=-1)] = np.nan
+        ds[var][dict(dataset=1, step=-1)] = np.nan
     for claim in ("fig2.mlp_c_above_uc", "fig13.uc_rises_toward_c", "fig14.mlp_weights_move"):
         assert _check(claim, real_mlp=ds).status == PASSED, claim
 
@@ -147,13 +147,14 @@ def test_fig3_tracking_passes_while_the_reversal_fails_when_rho_stays_at_one():
 
 
 def real_mlp(gap_start: float, gap_end: float, c_first: float = 0.95) -> xr.Dataset:
-    """(dataset, seed, epoch, layer, convention) with C − UC going from gap_start to gap_end."""
-    dims = ("dataset", "seed", "epoch", "layer", "convention")
+    """(dataset, seed, step, layer, convention), step labelled by epoch, with C − UC going from gap_start to
+    gap_end."""
+    dims = ("dataset", "seed", "step", "layer", "convention")
     c = np.full((2, 2, 3, 5, 2), c_first)
     gap = np.linspace(gap_start, gap_end, 3)[None, None, :, None, None]
     dw = np.full((2, 2, 3, 5), 0.3)
     return xr.Dataset({"c_nfc": (dims, c), "uc_nfc": (dims, c - gap), "dw_rel": (dims[:4], dw)},
-                      coords={"dataset": ["cifar10", "mnist"], "seed": [0, 1], "epoch": [0, 1, 150],
+                      coords={"dataset": ["cifar10", "mnist"], "seed": [0, 1], "epoch": ("step", [0, 1, 150]),
                               "layer": [1, 2, 3, 4, 5], "convention": CONV}, attrs=ATTRS)
 
 

@@ -57,11 +57,12 @@ def nn_store(phi: float, nfa: float, loss_end: float) -> xr.Dataset:
     shape = (1, 2, 3, 5)
     nc1 = np.stack([np.full(shape, 10.0), np.full(shape, 1.0), np.full(shape, 0.9)], axis=-1)
     loss = np.stack([np.full((1, 2), 1.0), np.full((1, 2), 0.5), np.full((1, 2), loss_end)], axis=-1)
-    return xr.Dataset({"nc1": (("dataset", "seed", "epoch", "layer", "stage"), nc1),
-                       "phi": (("dataset", "seed", "epoch", "layer"), np.full(shape, phi)),
-                       "nfa_sqrt": (("dataset", "seed", "epoch", "layer"), np.full(shape, nfa)),
-                       "train_loss": (("dataset", "seed", "epoch"), loss)},
-                      coords={"dataset": ["mnist"], "seed": [0, 1], "epoch": [0, 250, 500], "layer": np.arange(1, 6),
+    return xr.Dataset({"nc1": (("dataset", "seed", "step", "layer", "stage"), nc1),
+                       "phi": (("dataset", "seed", "step", "layer"), np.full(shape, phi)),
+                       "nfa_sqrt": (("dataset", "seed", "step", "layer"), np.full(shape, nfa)),
+                       "train_loss": (("dataset", "seed", "step"), loss)},
+                      coords={"dataset": ["mnist"], "seed": [0, 1], "epoch": ("step", [0, 250, 500]),
+                              "layer": np.arange(1, 6),
                               "stage": ["input", "right", "left"]}, attrs=ATTRS)
 
 

@@ -12,7 +12,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-from featlearn.figures.alignment.real_panels import divergence, on_steps, present_seeds
+from featlearn.figures.alignment.real_panels import divergence, present_seeds
 
 CONVENTIONS = ["cosine", "pearson"]
 
@@ -30,7 +30,7 @@ def real_mlp(seeds: int = 3, datasets: tuple[str, ...] = ("cifar10", "svhn", "mn
     """cifar10 seed 1 diverges after epoch 3, svhn's last seed never ran, mnist trains 4 of 6 epochs."""
     rng = np.random.default_rng(0)
     n_d, n_e, n_l = len(datasets), 7, 5
-    dims4 = ("dataset", "seed", "epoch", "layer")
+    dims4 = ("dataset", "seed", "step", "layer")
     ds = xr.Dataset(
         {"uc_nfc": (dims4 + ("convention",), nfc(rng, n_d, seeds, n_e, n_l, 2)),
          "c_nfc": (dims4 + ("convention",), nfc(rng, n_d, seeds, n_e, n_l, 2)),
@@ -38,27 +38,30 @@ def real_mlp(seeds: int = 3, datasets: tuple[str, ...] = ("cifar10", "svhn", "mn
          "train_loss": (dims4[:3], np.exp(-np.arange(n_e)) * rng.uniform(0.5, 1, (n_d, seeds, n_e))),
          "test_loss": (dims4[:3], 0.5 + np.exp(-np.arange(n_e)) * rng.uniform(0.5, 1, (n_d, seeds, n_e))),
          "diverged": (("dataset", "seed"), np.zeros((n_d, seeds), dtype=int)),
-         "diverged_step": (("dataset", "seed"), np.full((n_d, seeds), np.nan))},
-        coords={"dataset": list(datasets), "seed": np.arange(seeds), "epoch": np.arange(n_e),
+         "diverged_step": (("dataset", "seed"), np.full((n_d, seeds), np.nan)),
+         # datasets differ in steps per epoch: rows are aligned on epoch, each run's steps beside them
+         "step_of_epoch": (dims4[:3], np.arange(n_e) * np.arange(100, 100 + 10 * n_d, 10)[:, None, None]
+                           * np.ones((1, seeds, 1)))},
+        coords={"dataset": list(datasets), "seed": np.arange(seeds), "epoch": ("step", np.arange(n_e)),
                 "layer": np.arange(1, n_l + 1), "convention": CONVENTIONS},
         attrs=attrs("\n".join(f"{d} stand-in: labelled Gaussian blobs" for d in datasets)))
     time_vars = ["uc_nfc", "c_nfc", "dw_rel", "train_loss", "test_loss"]
     if "cifar10" in datasets and seeds > 1:
         for var in time_vars:
-            ds[var].loc[{"dataset": "cifar10", "seed": 1, "epoch": slice(4, None)}] = np.nan
+            ds[var].loc[{"dataset": "cifar10", "seed": 1, "step": slice(4, None)}] = np.nan
         ds.diverged.loc[{"dataset": "cifar10", "seed": 1}] = 1
         ds.diverged_step.loc[{"dataset": "cifar10", "seed": 1}] = 1234
     for var in time_vars:
         if "svhn" in datasets and seeds > 1:
             ds[var].loc[{"dataset": "svhn", "seed": seeds - 1}] = np.nan
         if "mnist" in datasets:
-            ds[var].loc[{"dataset": "mnist", "epoch": slice(5, None)}] = np.nan
+            ds[var].loc[{"dataset": "mnist", "step": slice(5, None)}] = np.nan
     return ds
 
 
 def vgg_cifar(seeds: int = 2) -> xr.Dataset:
     rng = np.random.default_rng(1)
-    dims = ("seed", "epoch", "layer")
+    dims = ("seed", "step", "layer")
     return xr.Dataset(
         {"uc_nfc": (dims + ("convention",), nfc(rng, seeds, 6, 8, 2)),
          "c_nfc": (dims + ("convention",), nfc(rng, seeds, 6, 8, 2)),
@@ -66,7 +69,8 @@ def vgg_cifar(seeds: int = 2) -> xr.Dataset:
          "train_loss": (dims[:2], rng.uniform(0.1, 1, (seeds, 6))),
          "test_loss": (dims[:2], rng.uniform(0.1, 1, (seeds, 6))),
          "diverged": ("seed", np.zeros(seeds, dtype=int)), "diverged_step": ("seed", np.full(seeds, np.nan))},
-        coords={"seed": np.arange(seeds), "epoch": np.arange(6), "layer": np.arange(1, 9), "convention": CONVENTIONS},
+        coords={"seed": np.arange(seeds), "epoch": ("step", np.arange(6)), "layer": np.arange(1, 9),
+                "convention": CONVENTIONS},
         attrs=attrs("CIFAR-10 stand-in: labelled Gaussian blobs"))
 
 
@@ -100,9 +104,10 @@ def celeba_glasses(seeds: int = 2) -> xr.Dataset:
          "corrupted_diag": (dims, rng.uniform(0, 1, (seeds, 8, 8))),
          "rho_diag_agop": ("seed", rng.uniform(0.85, 0.95, seeds)),
          "rho_diag_corrupted": (("seed", "q_draw"), rng.uniform(-0.1, 0.1, (seeds, 4))),
-         "train_loss": (("seed", "epoch"), rng.uniform(0.01, 0.3, (seeds, 5)))},
+         "train_loss": (("seed", "step"), rng.uniform(0.01, 0.3, (seeds, 5))),
+         "diverged": ("seed", np.zeros(seeds, dtype=int)), "diverged_step": ("seed", np.full(seeds, np.nan))},
         coords={"seed": np.arange(seeds), "q_draw": np.arange(4), "row": np.arange(8), "col": np.arange(8),
-                "epoch": np.arange(5)},
+                "epoch": ("step", np.arange(5))},
         attrs=attrs("CelebA stand-in: labelled Gaussian blobs"))
 
 
@@ -184,7 +189,7 @@ def test_layer_summary_averages_runs_that_exist() -> None:
     over the runs that ran and did not diverge."""
     fig = draw(2, "several seeds")
     ds = VARIANTS["several seeds"]["real_mlp"]
-    init = ds.uc_nfc.sel(convention="pearson", epoch=0, layer=1)
+    init = ds.uc_nfc.sel(convention="pearson", step=0, layer=1)
     runs = [(d, s) for d in ds.dataset.values for s in ds.seed.values
             if np.isfinite(ds.train_loss.sel(dataset=d, seed=s)).any() and not ds.diverged.sel(dataset=d, seed=s)]
     last = {"cifar10": 6, "svhn": 6, "mnist": 4}
@@ -193,12 +198,12 @@ def test_layer_summary_averages_runs_that_exist() -> None:
     points = {c.get_label(): c.lines[0].get_ydata()[0] for c in summary.containers}
     assert len(runs) == 7  # 3 datasets × 3 seeds, less svhn's never-run seed and cifar10's diverged one
     assert points["UC-NFC init"] == pytest.approx(np.mean([init.sel(dataset=d, seed=s) for d, s in runs]))
-    assert points["UC-NFC final"] == pytest.approx(np.mean([final.sel(dataset=d, seed=s, epoch=last[d])
+    assert points["UC-NFC final"] == pytest.approx(np.mean([final.sel(dataset=d, seed=s, step=last[d])
                                                             for d, s in runs]))
 
 
 def test_divergence_read_off_the_loss_when_not_recorded() -> None:
-    run = present_seeds(on_steps(gpt_shakespeare(3, True), "step"), "val_loss")
+    run = present_seeds(gpt_shakespeare(3, True), "val_loss")
     flags = divergence(run, "val_loss")
     assert flags.diverged.values.tolist() == [0, 0, 1]
     assert flags.diverged_step.values[2] == 300 and np.isnan(flags.diverged_step.values[:2]).all()

@@ -25,14 +25,14 @@ def _store(datasets=("mnist", "cifar10", "svhn"), seed_missing="svhn", diverged=
     w = np.where(measured, 0.9 * decay + 0.01, np.nan) * np.ones((d, s, 1))
     loss = (0.02 + decay) * rng.uniform(0.9, 1.1, (d, s, e))
     ds = xr.Dataset(
-        {"nc1": (("dataset", "seed", "epoch", "layer", "stage"), np.where(measured[..., None, None], nc1, np.nan)),
-         "nfa_sqrt": (("dataset", "seed", "epoch", "layer"), nfa),
-         "nfa_full": (("dataset", "seed", "epoch", "layer"), nfa ** 2),
-         "phi": (("dataset", "seed", "epoch", "layer"), np.where(measured[..., None], 0.7 + nfa * 0, np.nan)),
-         "w_over_t": (("dataset", "seed", "epoch"), w), "b_over_t": (("dataset", "seed", "epoch"), 1 - w),
-         "train_loss": (("dataset", "seed", "epoch"), loss), "test_loss": (("dataset", "seed", "epoch"), 1.2 * loss),
+        {"nc1": (("dataset", "seed", "step", "layer", "stage"), np.where(measured[..., None, None], nc1, np.nan)),
+         "nfa_sqrt": (("dataset", "seed", "step", "layer"), nfa),
+         "nfa_full": (("dataset", "seed", "step", "layer"), nfa ** 2),
+         "phi": (("dataset", "seed", "step", "layer"), np.where(measured[..., None], 0.7 + nfa * 0, np.nan)),
+         "w_over_t": (("dataset", "seed", "step"), w), "b_over_t": (("dataset", "seed", "step"), 1 - w),
+         "train_loss": (("dataset", "seed", "step"), loss), "test_loss": (("dataset", "seed", "step"), 1.2 * loss),
          "diverged": (("dataset", "seed"), np.zeros((d, s), dtype=bool))},
-        coords={"dataset": list(datasets), "seed": [0, 1, 2], "epoch": EPOCHS, "layer": [1, 2, 3, 4, 5],
+        coords={"dataset": list(datasets), "seed": [0, 1, 2], "epoch": ("step", EPOCHS), "layer": [1, 2, 3, 4, 5],
                 "stage": ["input", "right", "left"]},
         attrs={"scale": "smoke", "data_source": "MNIST (real); CIFAR-10 stand-in", "git_commit": "0123456789"},
     )
@@ -42,7 +42,7 @@ def _store(datasets=("mnist", "cifar10", "svhn"), seed_missing="svhn", diverged=
             ds[v].loc[{"dataset": seed_missing, "seed": [1, 2]}] = np.nan
     if diverged[0] in datasets:
         for v in data_vars:
-            ds[v].loc[{"dataset": diverged[0], "seed": diverged[1], "epoch": EPOCHS[EPOCHS > 12]}] = np.nan
+            ds[v].loc[{"dataset": diverged[0], "seed": diverged[1], "step": EPOCHS[EPOCHS > 12]}] = np.nan
         ds["diverged"].loc[{"dataset": diverged[0], "seed": diverged[1]}] = True
     if not_run in datasets:
         for v in data_vars:
@@ -90,5 +90,5 @@ def test_band_draws_the_diverged_seed_and_floors_the_lower_edge():
 def test_final_values_use_the_last_measured_epoch_of_healthy_seeds():
     run = STORES["collapse_mlp"].sel(dataset="cifar10")
     final = nn_panels.final_values(run.nfa_sqrt, run)
-    np.testing.assert_array_equal(final, run.nfa_sqrt.sel(seed=[0, 1], epoch=20).values.ravel())
+    np.testing.assert_array_equal(final, run.nfa_sqrt.sel(seed=[0, 1], step=20).values.ravel())
     assert nn_panels.mean_sd(np.array([0.6, 0.8])) == "0.70 ± 0.10"

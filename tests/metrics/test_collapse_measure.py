@@ -11,8 +11,9 @@ from featlearn.metrics.collapse_measure import (
     measure_collapse,
     preactivation_agop,
 )
+from featlearn.metrics.nfa import psd_sqrt
 from featlearn.models.collapse_nets import CollapseNet, init_collapse_net
-from featlearn.rfm.linalg import psd_sqrt
+from featlearn.store import check_attributes, epoch_axis
 
 CLASSES = 3
 
@@ -86,11 +87,13 @@ def test_collapsed_input_stays_collapsed():
 
 def test_run_dataset_labels_every_variable():
     rows = [measure_collapse(_tiny(seed=s), *_data(), None) for s in (0, 1)]
-    ds = collapse_run_dataset(rows, [0, 10])
-    assert ds.nc1.dims == ("epoch", "layer", "stage") and list(ds.stage.values) == list(STAGES)
-    assert ds.nfa_sqrt.dims == ("epoch", "layer") and ds.w_over_t.dims == ("epoch",)
+    ds = collapse_run_dataset(rows, epoch_axis([0, 10], [0, 70]))
+    assert ds.nc1.dims == ("step", "layer", "stage") and list(ds.stage.values) == list(STAGES)
+    assert ds.nfa_sqrt.dims == ("step", "layer") and ds.w_over_t.dims == ("step",)
     assert list(ds.layer.values) == [1, 2, 3, 4, 5] and list(ds.epoch.values) == [0, 10]
-    assert float(ds.nc1.sel(epoch=10, layer=2, stage="right")) == rows[1]["nc1"][1, 1]
+    assert list(ds.step_of_epoch.values) == [0, 70]
+    assert float(ds.nc1.isel(step=1).sel(layer=2, stage="right")) == rows[1]["nc1"][1, 1]
     assert {name: ds[name].attrs["long_name"] for name in LONG_NAMES} == LONG_NAMES
+    check_attributes(ds)
     with pytest.raises(ValueError, match="2 measurements for 3 epochs"):
-        collapse_run_dataset(rows, [0, 10, 20])
+        collapse_run_dataset(rows, epoch_axis([0, 10, 20], [0, 70, 140]))

@@ -11,7 +11,7 @@ from featlearn.metrics.jacobians import layer_jacobians
 from featlearn.metrics.measure import combine_runs, measure_run
 from featlearn.metrics.theory import second_derivative_correlation
 from featlearn.models import build_model
-from featlearn.store import provenance, read_store, write_store
+from featlearn.store import check_attributes, provenance, read_store, write_store
 from featlearn.train import train
 
 SPEC = {
@@ -51,7 +51,8 @@ def test_measure_run_schema_and_nan_conventions(tmp_path):
     assert np.isnan(ds.c_nfc.sel(step=0)).all() and np.isfinite(ds.c_nfc.sel(step=20)).all()
     assert np.isfinite(ds.uc_nfc).all()
     assert ds.rho_nfm_corrupted.sizes["q_draw"] == 3
-    assert all("long_name" in ds[v].attrs for v in ds.data_vars)
+    check_attributes(ds)  # long_name everywhere, units on every data variable and numeric coordinate
+    assert "epoch" not in ds.coords and ds.step.attrs["units"] == "steps"
 
 
 def test_diverged_run_is_nan_after_divergence_and_flagged(tmp_path):
@@ -95,6 +96,34 @@ def test_combine_runs_of_different_lengths_pads_only_time_axes(tmp_path):
     assert np.isnan(store.uc_nfc.sel(seed=5, step=10)).all()
     assert np.isfinite(store.uc_nfc.sel(seed=10, step=10)).all()
     assert store.loss.dims == ("seed", "iteration") and store.sizes["iteration"] == 11
+    check_attributes(store)
+
+
+def test_combine_runs_aligns_epoch_counted_runs_on_epoch(tmp_path):
+    """Runs counted in epochs on datasets of different sizes (48 and 32 points in batches of 16: 3 and 2 steps per
+    epoch) and lengths (2 and 3 epochs after a warm-up epoch): one row per epoch, whatever step it is in each run;
+    NaN past a run's end; every run's own steps in step_of_epoch."""
+    parts, runs = {}, {}
+    for n, epochs in ((48, 2), (32, 3)):
+        spec = copy.deepcopy(SPEC)
+        spec["data"].update(n=n)
+        spec["train"] = {"optimizer": "sgd", "lr": 0.01, "batch_size": 16, "epochs": epochs, "measure_every": 1,
+                         "warmup": {"epochs": 1, "lr": 1e-4}}
+        data = make_dataset(spec["data"])
+        runs[n] = measure_run(train(spec, data, tmp_path / f"{n}.pt", tmp_path / "c.ckpt"), data, spec)
+        parts[str(n)] = ({"seed": n}, runs[n])
+    assert "step" not in runs[48].coords and list(runs[48].epoch.values) == [0, 1, 2]
+    assert list(runs[48].step_of_epoch.values) == [3, 6, 9] and list(runs[32].step_of_epoch.values) == [2, 4, 6, 8]
+    store = combine_runs(parts)
+    assert store.uc_nfc.dims == ("seed", "step", "layer", "convention") and "step" not in store.coords
+    assert list(store.epoch.values) == [0, 1, 2, 3] and store.epoch.attrs["units"] == "epochs"
+    np.testing.assert_array_equal(store.step_of_epoch.sel(seed=48), [3, 6, 9, np.nan])
+    np.testing.assert_array_equal(store.step_of_epoch.sel(seed=32), [2, 4, 6, 8])
+    for n, run in runs.items():  # each run's rows land on its epochs, unchanged
+        rows = store.c_nfc.sel(seed=n).isel(step=slice(0, run.sizes["step"]))
+        np.testing.assert_array_equal(rows, run.c_nfc)
+    assert np.isnan(store.uc_nfc.sel(seed=48).isel(step=-1)).all()
+    check_attributes(store)
 
 
 def test_two_identical_runs_give_bitwise_identical_stores_on_cpu(tmp_path):

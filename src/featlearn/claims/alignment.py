@@ -22,7 +22,6 @@ from featlearn.claims.core import (
     scalar,
     seed_mean,
     slash,
-    time_dim,
     values,
 )
 
@@ -35,12 +34,12 @@ COSINE, PEARSON = "cosine", "pearson"
 
 def _final_seed_mean(da: xr.DataArray) -> xr.DataArray:
     """Mean over the seeds that ran of each run's value at the end of its training."""
-    return seed_mean(final(da, time_dim(da)))
+    return seed_mean(final(da))
 
 
 def _early_index(da: xr.DataArray) -> int:
     """The first measurement after step 1 ("early" in training: step 10 of 800 at quick scale)."""
-    return min(2, da.sizes[time_dim(da)] - 1)
+    return min(2, da.sizes["step"] - 1)
 
 
 def _monotone(v: np.ndarray, tol: float) -> bool:
@@ -51,7 +50,7 @@ def _monotone(v: np.ndarray, tol: float) -> bool:
 # ---- Fig 1: chain monomial, F vs Ḡ vs the corrupted AGOP ----
 
 def _fig1_final(ds: xr.Dataset, var: str) -> xr.DataArray:
-    return final(convention(ds[var], COSINE).sel(layer=1), "step")
+    return final(convention(ds[var], COSINE).sel(layer=1))
 
 
 def fig1_rho_nfm_agop(ds: xr.Dataset) -> Outcome:
@@ -67,13 +66,13 @@ def fig1_corrupted_lower(ds: xr.Dataset) -> Outcome:
 
 
 def fig1_k_dispersion(ds: xr.Dataset) -> Outcome:
-    v = values(final(ds.k_dispersion.sel(layer=1), "step"), "eig std/mean of K⁽⁰⁾")
+    v = values(final(ds.k_dispersion.sel(layer=1)), "eig std/mean of K⁽⁰⁾")
     return Outcome(abs(v.mean() / 5.9 - 1) <= 0.3, mean_sd(v), float(v.mean()))
 
 
 def fig1_egop_structure(ds: xr.Dataset) -> Outcome:
-    f = values(final(ds.rho_nfm_egop, "step"), "ρ(F, EGOP)")
-    g = values(final(ds.rho_agop_egop, "step"), "ρ(Ḡ, EGOP)")
+    f = values(final(ds.rho_nfm_egop), "ρ(F, EGOP)")
+    g = values(final(ds.rho_agop_egop), "ρ(Ḡ, EGOP)")
     return Outcome(min(f.mean(), g.mean()) >= 0.8, f"ρ(F, EGOP) {mean_sd(f)}, ρ(Ḡ, EGOP) {mean_sd(g)}",
                    float(min(f.mean(), g.mean())))
 
@@ -94,7 +93,7 @@ def c_above_uc(ds: xr.Dataset) -> Outcome:
 def c_high_early(ds: xr.Dataset) -> Outcome:
     """Seed-mean C-NFC at the first measurement where it exists, averaged over layers (and datasets)."""
     c = seed_mean(convention(ds.c_nfc, PEARSON))
-    v = values(first(c, time_dim(c)), "C-NFC at the first measurement")
+    v = values(first(c), "C-NFC at the first measurement")
     return Outcome(v.mean() >= 0.8, f"mean {fmt(v.mean())}, min {fmt(v.min())}", float(v.mean()))
 
 
@@ -108,10 +107,9 @@ def gap_early_and_deep(depth: str) -> StoreCheck:
 
     def check(ds: xr.Dataset) -> Outcome:
         gap = _gap(ds)
-        t = time_dim(gap)
-        early = values(first(gap, t), "early C − UC").mean()
-        late = values(final(gap, t), "late C − UC").mean()
-        over_time = gap.mean(t)
+        early = values(first(gap), "early C − UC").mean()
+        late = values(final(gap), "late C − UC").mean()
+        over_time = gap.mean("step")
         shallow = values(over_time.isel({depth: 0}), "first-layer gap").mean()
         deepest = values(over_time.isel({depth: -1}), "deepest-layer gap").mean()
         return Outcome(early > late and deepest > shallow,
@@ -125,8 +123,7 @@ def gap_early_and_deep(depth: str) -> StoreCheck:
 def uc_rises_toward_c(ds: xr.Dataset) -> Outcome:
     """Share of (dataset, layer) curves whose final C − UC gap is below the initial one."""
     gap = _gap(ds)
-    t = time_dim(gap)
-    shrinks = values(final(gap, t), "final gap") < values(first(gap, t), "initial gap")
+    shrinks = values(final(gap), "final gap") < values(first(gap), "initial gap")
     share = float(shrinks.mean())
     return Outcome(share >= 0.5, f"gap shrinks in {int(shrinks.sum())} of {shrinks.size} (dataset, layer) curves",
                    share)
@@ -229,7 +226,7 @@ def fig5_rdc_small_early(ds: xr.Dataset) -> Outcome:
 
 def fig5_rdc_grows(ds: xr.Dataset) -> Outcome:
     r = seed_mean(ds.ratio_dc_c.sel(spectrum="isotropic"))
-    early, late = values(r.isel(step=_early_index(r)), "R_DC early"), values(final(r, "step"), "R_DC final")
+    early, late = values(r.isel(step=_early_index(r)), "R_DC early"), values(final(r), "R_DC final")
     return Outcome(bool(np.all(late > early)) and late.min() >= 0.3,
                    f"final R_DC {fmt(late.min())}–{fmt(late.max())}, above its early value in "
                    f"{int((late > early).sum())} of {late.size} curves", float(late.min()))
@@ -241,7 +238,7 @@ def fig6_ptkc_decreases(ds: xr.Dataset) -> Outcome:
         raise NotMeasured("init_sweep has neither spectrum of Fig 6")
     p = seed_mean(convention(ds.ptkc_nfc, COSINE).sel(spectrum=spectra))
     start = values(p.isel(step=min(1, p.sizes["step"] - 1)), "PTK-centered NFC at step 1")
-    end = values(final(p, "step"), "PTK-centered NFC final")
+    end = values(final(p), "PTK-centered NFC final")
     share = float((end < start).mean())
     return Outcome(share >= 0.75, f"falls in {int((end < start).sum())} of {end.size} curves "
                                   f"({fmt(start.mean())} → {fmt(end.mean())} on average)", share)
@@ -282,7 +279,7 @@ def c_more_robust(spectrum: str) -> StoreCheck:
 def uc_rises(spectrum: str) -> StoreCheck:
     def check(ds: xr.Dataset) -> Outcome:
         uc = seed_mean(convention(_spectrum(ds, spectrum).uc_nfc, COSINE))
-        start, end = values(uc.isel(step=0), "UC-NFC at init"), values(final(uc, "step"), "UC-NFC final")
+        start, end = values(uc.isel(step=0), "UC-NFC at init"), values(final(uc), "UC-NFC final")
         rises = end > start
         flat = uc.isel(step=0).stack(curve=("init_scale", "layer")).curve.values[~rises.ravel()]
         exceptions = "; not at " + ", ".join(f"s₀ = {s:g} layer {int(layer)}" for s, layer in flat) if flat.size else ""

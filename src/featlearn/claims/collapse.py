@@ -79,12 +79,12 @@ def etf_emerges(datasets: tuple[str, ...] | None = None) -> StoreCheck:
 
 def _final(da: xr.DataArray) -> xr.DataArray:
     """Each run's value at its last measured epoch; seeds not run at this scale (all NaN) left out."""
-    return final(da, "epoch").dropna("seed", how="all")
+    return final(da).dropna("seed", how="all")
 
 
 def phi_majority(ds: xr.Dataset) -> Outcome:
     """Seed-mean φ_l at the final epoch > 0.5 in at least 3 of the 5 layers, in every dataset."""
-    phi = seed_mean(final(ds.phi, "epoch"))
+    phi = seed_mean(final(ds.phi))
     counts = [(str(d), int((values(phi.sel(dataset=d), f"φ ({d})") > 0.5).sum())) for d in phi.dataset.values]
     return Outcome(all(n >= 3 for _, n in counts),
                    ", ".join(f"{d} {n} of {phi.sizes['layer']} layers" for d, n in counts),
@@ -94,7 +94,7 @@ def phi_majority(ds: xr.Dataset) -> Outcome:
 def relu_step_small(ds: xr.Dataset) -> Outcome:
     """|log NC1(left) − log NC1(right)| is below |log NC1(right) − log NC1(input)| at the final epoch (seed means,
     median over datasets and layers): the ReLU changes NC1 less than the right singular vectors do."""
-    nc1 = seed_mean(final(ds.nc1, "epoch"))
+    nc1 = seed_mean(final(ds.nc1))
     inp, right, left = (np.log(values(nc1.sel(stage=s), f"NC1 {s}")) for s in ("input", "right", "left"))
     relu, linear = float(np.median(np.abs(left - right))), float(np.median(np.abs(right - inp)))
     return Outcome(relu < linear, f"median |Δ log NC1|: ReLU step {fmt(relu)}, right-singular step {fmt(linear)}",
@@ -111,7 +111,7 @@ def nfa_above_chance(ds: xr.Dataset) -> Outcome:
 def loss_falls(ds: xr.Dataset) -> Outcome:
     """Seed-mean train loss falls ≥ 10× from the first to the last epoch, in every dataset."""
     loss = seed_mean(ds.train_loss)
-    first, last = values(loss.isel(epoch=0), "first train loss"), values(final(loss, "epoch"), "final train loss")
+    first, last = values(loss.isel(step=0), "first train loss"), values(final(loss), "final train loss")
     ratio = first / last
     return Outcome(bool(np.all(ratio >= 10)),
                    ", ".join(f"{d} {fmt(r)}×" for d, r in zip(loss.dataset.values, ratio)), float(ratio.min()))

@@ -108,17 +108,17 @@ def convention(da: xr.DataArray, name: str) -> xr.DataArray:
     return da.sel(convention=name) if "convention" in da.dims else da
 
 
-def final(da: xr.DataArray, dim: str) -> xr.DataArray:
-    """Each series' value at its last finite point along the time dimension ``dim`` (step, epoch): the end of
+def final(da: xr.DataArray) -> xr.DataArray:
+    """Each series' value at its last finite point along the time dimension ``step`` (every store's): the end of
     training even where runs of different lengths share a padded axis (all-NaN series stay NaN)."""
-    index = (da.notnull() * xr.DataArray(np.arange(da.sizes[dim]), dims=dim)).argmax(dim)
-    return da.isel({dim: index})
+    index = (da.notnull() * xr.DataArray(np.arange(da.sizes["step"]), dims="step")).argmax("step")
+    return da.isel(step=index)
 
 
-def first(da: xr.DataArray, dim: str) -> xr.DataArray:
-    """Each series' value at its first finite point along ``dim``: a centered quantity is undefined (NaN) at init,
+def first(da: xr.DataArray) -> xr.DataArray:
+    """Each series' value at its first finite point along ``step``: a centered quantity is undefined (NaN) at init,
     so "early" is the first measurement where it exists."""
-    return da.isel({dim: da.notnull().argmax(dim)})
+    return da.isel(step=da.notnull().argmax("step"))
 
 
 def seed_mean(da: xr.DataArray) -> xr.DataArray:
@@ -137,14 +137,6 @@ def diverged_runs(ds: xr.Dataset) -> str:
     flags = np.asarray(ds.diverged, dtype=float)
     n = int(np.nansum(flags == 1))
     return f"{n} of {flags.size} runs diverged" if n else ""
-
-
-def time_dim(da: xr.DataArray) -> str:
-    """The time dimension of a trajectory: ``step`` for GD/GPT stores, ``epoch`` for SGD epochs."""
-    for dim in ("step", "epoch"):
-        if dim in da.dims:
-            return dim
-    raise NotMeasured(f"{da.name}: no step or epoch dimension (dims {da.dims})")
 
 
 def fmt(x: float, digits: int = 3) -> str:

@@ -73,9 +73,10 @@ def combine(exp: dict, parts: dict[str, tuple[dict, Any]]) -> Any:
     model = exp["model"]
     stores = [parts[d][1] for d in exp["data"]["datasets"]]
     # i, j index the class-sorted subsample per dataset; position-based so datasets stack
-    runs = [part.drop_vars(["i", "j"]).drop_attrs() for part in stores]
+    runs = [part.drop_vars(["i", "j"]).drop_attrs(deep=False) for part in stores]  # keep long_name, units
     store = xr.concat(runs, dim="dataset", coords="different", compat="equals", join="outer")
-    store = store.assign_coords(dataset=[part.attrs["dataset"] for part in stores])
+    store = store.assign_coords(dataset=("dataset", [part.attrs["dataset"] for part in stores],
+                                         {"long_name": "dataset (stand-ins named in data_source)"}))
     store.attrs.update({
         "activation": model["activation"], "bandwidth": model["bandwidth"], "ridge": model["ridge"],
         "width": model["width"], "gamma": model["gamma"], "normalize_agop": int(model["normalize_agop"]),

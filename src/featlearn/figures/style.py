@@ -10,6 +10,7 @@ import matplotlib
 matplotlib.use("Agg")
 
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
 import xarray as xr  # noqa: E402
 
@@ -21,6 +22,14 @@ def apply_style() -> None:
     """Set the shared seaborn theme; every render function calls it first."""
     sns.set_theme(context="paper", style="ticks", font_scale=0.9)
     plt.rcParams.update({"pdf.fonttype": 42, "axes.titlesize": 9, "figure.dpi": 100})
+
+
+def subplots(nrows: int, ncols: int, width: float, height: float) -> tuple[plt.Figure, np.ndarray]:
+    """Constrained-layout grid (axes always 2-D) that keeps its bottom 0.15 in free for the
+    footer that finish() writes there, so it never overlaps the lowest axis labels."""
+    fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), layout="constrained", squeeze=False)
+    fig.get_layout_engine().set(rect=(0, 0.15 / height, 1, 1 - 0.15 / height))
+    return fig, axes
 
 
 def footer_text(stores: list[xr.Dataset]) -> str:

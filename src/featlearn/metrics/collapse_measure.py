@@ -27,7 +27,6 @@ from featlearn.metrics.collapse import (
     within_over_total,
 )
 from featlearn.models.collapse_nets import CollapseNet
-from featlearn.rfm.linalg import psd_sqrt
 
 STAGES = ("input", "right", "left")  # spec §2.5: Φ(X) blue, S Vᵀ Φ(X) green, ReLU(U S Vᵀ Φ(X)) red
 LONG_NAMES = {
@@ -64,8 +63,8 @@ def agop_and_sqrt(w: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch
     w = w.to(torch.float64)
     agop = w.T @ k @ w
     if w.shape[1] <= w.shape[0]:  # d_l ≤ m: the plain eigh is the cheaper root (0.07 s against 0.3 s at 512)
-        return agop, psd_sqrt(agop)
-    _, s, vh = torch.linalg.svd(psd_sqrt(k) @ w, full_matrices=False)
+        return agop, nfa.psd_sqrt(agop)
+    _, s, vh = torch.linalg.svd(nfa.psd_sqrt(k) @ w, full_matrices=False)
     return agop, (vh.T * s) @ vh
 
 
@@ -108,16 +107,21 @@ def measure_collapse(model: CollapseNet, x: torch.Tensor, labels: torch.Tensor, 
     }
 
 
-def collapse_run_dataset(rows: list[dict[str, np.ndarray]], epochs: list[int]) -> xr.Dataset:
-    """One run's ``measure_collapse`` dicts, one per measured epoch, as a Dataset: nc1 (epoch, layer, stage);
-    nfa_sqrt, nfa_full, phi (epoch, layer); w_over_t, b_over_t (epoch). Layers are numbered 1..5 as in the figures."""
-    if len(rows) != len(epochs):
-        raise ValueError(f"collapse_run_dataset: {len(rows)} measurements for {len(epochs)} epochs")
-    dims = {"nc1": ("epoch", "layer", "stage"), "nfa_sqrt": ("epoch", "layer"), "nfa_full": ("epoch", "layer"),
-            "phi": ("epoch", "layer"), "w_over_t": ("epoch",), "b_over_t": ("epoch",)}
+def collapse_run_dataset(rows: list[dict[str, np.ndarray]], time_labels: xr.Dataset) -> xr.Dataset:
+    """One run's ``measure_collapse`` dicts, one per measured epoch, as a Dataset on the run's time labels
+    (``featlearn.store.epoch_axis``: dimension ``step``, coordinate ``epoch``): nc1 (step, layer, stage);
+    nfa_sqrt, nfa_full, phi (step, layer); w_over_t, b_over_t (step). Layers are numbered 1..5 as in the figures;
+    every quantity is a dimensionless ratio or correlation (units "1")."""
+    if len(rows) != time_labels.sizes["step"]:
+        raise ValueError(f"collapse_run_dataset: {len(rows)} measurements for {time_labels.sizes['step']} epochs")
+    dims = {"nc1": ("step", "layer", "stage"), "nfa_sqrt": ("step", "layer"), "nfa_full": ("step", "layer"),
+            "phi": ("step", "layer"), "w_over_t": ("step",), "b_over_t": ("step",)}
     layers = np.arange(1, len(rows[0]["phi"]) + 1)
-    return xr.Dataset(
-        {name: (dim, np.stack([row[name] for row in rows]), {"long_name": LONG_NAMES[name]})
+    return time_labels.assign(
+        {name: (dim, np.stack([row[name] for row in rows]), {"long_name": LONG_NAMES[name], "units": "1"})
          for name, dim in dims.items()},
-        coords={"epoch": np.asarray(epochs), "layer": layers, "stage": list(STAGES)},
+    ).assign_coords(
+        layer=("layer", layers, {"long_name": "head layer l (1 = the first fully connected layer)", "units": "1"}),
+        stage=("stage", list(STAGES), {"long_name": "SVD stage of W_l = U S Vᵀ: input h^l, right S Vᵀh^l, left "
+                                                    "ReLU(W_l h^l)"}),
     )

@@ -2,6 +2,9 @@
 
 At every snapshot one batched backward pass gives J_t for all layers; J_0 is cached, so the
 centered quantities cost no extra pass. Steps the run never reached (it diverged) are NaN.
+Time is the dimension ``step`` labelled by ``step`` or, for runs counted in epochs, by ``epoch``
+with ``step_of_epoch`` beside it (``featlearn.store``); ``combine_runs`` aligns a sweep's runs
+on that label.
 Everything runs on the job's ``device``: the models, the inputs, the Jacobians and the float64
 algebra (K, NFC, NC); only finished numbers come back to the CPU.
 """
@@ -23,9 +26,19 @@ from featlearn.data.synthetic import haar_orthogonal
 from featlearn.metrics import nfa
 from featlearn.metrics.jacobians import layer_jacobians
 from featlearn.models import build_model
+from featlearn.store import TIME_ATTRS, epoch_axis, step_axis
 from featlearn.train import evaluate, token_batch, training_tensors
 
 log = logging.getLogger(__name__)
+
+# measure.family -> the module its measurement imports inside ``measure_*_run`` (``featlearn.deps`` reads this table:
+# a job's code inputs include its family's module only, so a conv edit never reruns an MLP measurement)
+DISPATCH = {
+    "nfa": "featlearn.metrics.jacobians",
+    "conv_nfa": "featlearn.metrics.conv_nfa",
+    "attention_nfa": "featlearn.metrics.attention_nfa",
+    "collapse": "featlearn.metrics.collapse_measure",
+}
 
 LONG_NAMES = {
     "uc_nfc": "uncentered NFC ρ(WᵀW, WᵀKW)",
@@ -38,7 +51,6 @@ LONG_NAMES = {
     "k_dispersion": "std(eig K) / mean(eig K)",
     "train_loss": "training MSE at the snapshot (full batch)",
     "test_loss": "test MSE at the snapshot",
-    "loss": "training MSE of every optimizer step",
     "rho_nfm_egop": "ρ(F⁽⁰⁾, EGOP)",
     "rho_agop_egop": "ρ(Ḡ⁽⁰⁾, EGOP)",
     "nfm": "first-layer NFM F⁽⁰⁾ = W⁽⁰⁾ᵀW⁽⁰⁾ at the last finite snapshot",
@@ -55,6 +67,24 @@ LONG_NAMES = {
     "speeds": "adaptive SLO speed C of each weight matrix at each step",
     "diverged": "1 if the run's loss became non-finite",
     "diverged_step": "step at which the loss became non-finite (NaN if never)",
+}
+# CF units: every quantity is a dimensionless correlation, ratio or matrix of dimensionless inputs and targets
+# (MSE of standardized or ±1/one-hot targets), except the cross-entropy and the step of a divergence.
+UNITS = {name: "1" for name in LONG_NAMES} | {"val_loss": "nats", "diverged_step": "steps"}
+# the loss of every optimizer step, by the run's train.loss
+LOSS_ATTRS = {"mse": {"long_name": "training MSE of every optimizer step", "units": "1"},
+              "cross_entropy": {"long_name": "training cross-entropy of every optimizer step", "units": "nats"}}
+COORD_ATTRS = {
+    "layer": {"long_name": "layer ℓ counted from the input (1 = the first weight matrix)", "units": "1"},
+    "block": {"long_name": "attention block (1 = the first)", "units": "1"},
+    "proj": {"long_name": "attention projection W_q, W_k, W_v"},
+    "convention": {"long_name": "correlation convention: cosine = the paper's ρ, pearson = the authors' Fig 2 code"},
+    # sweep dimensions (config.yaml's sweep keys; alpha becomes spectrum)
+    "seed": {"long_name": "seed of the run", "units": "1"},
+    "init_scale": {"long_name": "first-layer init scale s₀", "units": "1"},
+    "optimizer": {"long_name": "optimizer"},
+    "spectrum": {"long_name": "input covariance spectrum λ_k"},
+    "dataset": {"long_name": "dataset (stand-ins named in data_source)"},
 }
 
 
@@ -82,17 +112,31 @@ def _weights(model: nn.Module) -> list[torch.Tensor]:
     return [layer.weight.detach() for layer in model.hidden]
 
 
-def time_axis(record: dict, spec: dict) -> tuple[str, list[int], list[float]]:
-    """(dim name, snapshot steps, coordinate values) of a run's measurements.
+def time_axis(record: dict, spec: dict) -> tuple[list[int], xr.Dataset]:
+    """(snapshot steps, their labels on the dimension ``step``) of a run's measurements.
 
-    Step-counted runs use ``step``. Epoch-counted runs use ``epoch`` = epochs after the warm-up;
-    the initialization before a warm-up is the centering reference W₀ only, not a row.
+    Step-counted runs are labelled by ``step``; epoch-counted runs by ``epoch`` = epochs after the
+    warm-up, with ``step_of_epoch`` (``featlearn.store``); the initialization before a warm-up is
+    the centering reference W₀ only, not a row.
     """
     plan = record["schedule"]
     if "epochs" not in spec["train"]:
-        return "step", plan["measure"], plan["measure"]
+        return plan["measure"], step_axis(plan["measure"])
     steps = [s for s in plan["measure"] if s >= plan["warmup_steps"]]
-    return "epoch", steps, [(s - plan["warmup_steps"]) / plan["steps_per_epoch"] for s in steps]
+    return steps, epoch_axis([(s - plan["warmup_steps"]) / plan["steps_per_epoch"] for s in steps], steps)
+
+
+def _describe(ds: xr.Dataset) -> xr.Dataset:
+    """long_name and units on every variable of a measurement that the tables here name and that has none yet (the
+    collapse quantities, the collapse head's layers and the per-step loss carry their own)."""
+    for name in ds.variables:
+        if "long_name" in ds[name].attrs:
+            continue
+        if name in LONG_NAMES:
+            ds[name].attrs.update(long_name=LONG_NAMES[name], units=UNITS[name])
+        elif name in COORD_ATTRS or name in TIME_ATTRS:
+            ds[name].attrs.update(COORD_ATTRS.get(name) or TIME_ATTRS[name])
+    return ds
 
 
 def measure_run(record: dict, data: dict, spec: dict, device: torch.device | str = "cpu") -> xr.Dataset:
@@ -126,7 +170,7 @@ def measure_mlp_run(record: dict, data: dict, spec: dict, device: torch.device) 
     over every output; losses over the whole training and test splits.
     """
     centered = spec["measure"].get("centered", False)
-    dim, steps, coord = time_axis(record, spec)
+    steps, time_labels = time_axis(record, spec)
     layers = len(spec["model"]["widths"])
     tensors = {k: v.to(device) for k, v in training_tensors(data).items()}
     x, y = tensors["x"], tensors["y"]
@@ -174,21 +218,20 @@ def measure_mlp_run(record: dict, data: dict, spec: dict, device: torch.device) 
                 f, g = pairs["uc_nfc"]
                 losses["rho_nfm_egop"][i] = nfa.correlation(f, egop)
                 losses["rho_agop_egop"][i] = nfa.correlation(g, egop)
-        progress.step(f"{dim} {coord[i]:g}")
+        progress.step(f"step {step}")
 
-    coords = {dim: coord, "layer": np.arange(1, layers + 1), "convention": conv}
-    ds = xr.Dataset(coords=coords)
+    ds = time_labels.assign_coords(layer=np.arange(1, layers + 1), convention=conv)
     for name, values in per_layer.items():
         if name in ("dc_nfc", "ptkc_nfc") and not centered:
             continue
-        ds[name] = ((dim, "layer", "convention"), values)
+        ds[name] = (("step", "layer", "convention"), values)
     for name, values in scalars.items():
         if name != "ratio_dc_c" or centered:
-            ds[name] = ((dim, "layer"), values)
+            ds[name] = (("step", "layer"), values)
     for name, values in losses.items():
         if not name.startswith("rho_") or egop is not None:
-            ds[name] = ((dim,), values)
-    ds = ds.merge(run_status(record))
+            ds[name] = (("step",), values)
+    ds = ds.merge(run_status(record, spec))
     if len(record["speeds"]):
         ds["speeds"] = (("iteration_speeds", "matrix"), record["speeds"].numpy())
     # First-layer matrices: whole for synthetic d = 32 (Figs 1, 4, 11); as diagonal images for real inputs
@@ -196,8 +239,7 @@ def measure_mlp_run(record: dict, data: dict, spec: dict, device: torch.device) 
         ds = ds.merge(_final_diagonals(last, spec, image_shape(data)))
     elif "task" in spec["data"]:
         ds = ds.merge(_final_matrices(last, egop, spec))
-    for name in ds.data_vars:
-        ds[name].attrs["long_name"] = LONG_NAMES[name]
+    ds = _describe(ds)
     for name in per_layer:
         if name in ds:
             ds[name].attrs["convention"] = "cosine = the paper's ρ; pearson = the authors' Fig 2 code (mat_cov)"
@@ -219,20 +261,20 @@ def _nfc_row(w: torch.Tensor, w0: torch.Tensor, k: torch.Tensor, at_init: bool) 
     }
 
 
-def _nfc_dataset(rows: list[list[dict] | None], dim: str, coord: list, layer_dims: dict[str, list]) -> xr.Dataset:
+def _nfc_dataset(rows: list[list[dict] | None], time_labels: xr.Dataset, layer_dims: dict[str, list]) -> xr.Dataset:
     """Stack per-snapshot lists of ``_nfc_row`` dicts (None for a snapshot the run never reached) into
-    (dim, *layer dims[, convention]) variables; the layer list is in the row-major order of ``layer_dims``."""
+    (step, *layer dims[, convention]) variables on the run's ``time_axis`` labels; the layer list is in the
+    row-major order of ``layer_dims``."""
     shape = [len(v) for v in layer_dims.values()]
     conv = len(nfa.CONVENTIONS)
-    ds = xr.Dataset(coords={dim: coord, **layer_dims, "convention": list(nfa.CONVENTIONS)})
+    ds = time_labels.assign_coords(**layer_dims, convention=list(nfa.CONVENTIONS))
     for name in ("uc_nfc", "c_nfc", "ratio_c_uc", "dw_rel"):
         per_conv = name.endswith("nfc")
         values = np.full((len(rows), *shape, *([conv] if per_conv else [])), np.nan)
         for i, row in enumerate(rows):
             if row is not None:
                 values[i] = np.reshape([r[name] for r in row], values.shape[1:])
-        ds[name] = ((dim, *layer_dims, *(["convention"] if per_conv else [])), values)
-        ds[name].attrs["long_name"] = LONG_NAMES[name]
+        ds[name] = (("step", *layer_dims, *(["convention"] if per_conv else [])), values)
     return ds
 
 
@@ -241,7 +283,7 @@ def measure_conv_run(record: dict, data: dict, spec: dict, device: torch.device)
     spec §1.11) on the first ``measure.n_measure`` training images, and the losses, per snapshot."""
     from featlearn.metrics.conv_nfa import conv_feature_covariances, conv_weight_matrix
 
-    dim, steps, coord = time_axis(record, spec)
+    steps, time_labels = time_axis(record, spec)
     tensors = {k: v.to(device) for k, v in training_tensors(data).items()}
     x_k = tensors["x"][: spec["measure"].get("n_measure") or len(tensors["x"])]
     w0 = [conv_weight_matrix(c) for c in _model_at(spec, data, record["snapshots"][0], device).conv_layers]
@@ -257,12 +299,12 @@ def measure_conv_run(record: dict, data: dict, spec: dict, device: torch.device)
         rows.append([_nfc_row(w, w_init, k, step == 0) for w, w_init, k in zip(weights, w0, ks)])
         train_loss[i] = evaluate(model, tensors["x"], tensors["y"])
         test_loss[i] = evaluate(model, tensors["x_test"], tensors["y_test"])
-        progress.step(f"{dim} {coord[i]:g}")
-    ds = _nfc_dataset(rows, dim, coord, {"layer": list(range(1, len(w0) + 1))})
-    ds["train_loss"], ds["test_loss"] = (dim, train_loss), (dim, test_loss)
+        progress.step(f"step {step}")
+    ds = _nfc_dataset(rows, time_labels, {"layer": list(range(1, len(w0) + 1))})
+    ds["train_loss"], ds["test_loss"] = ("step", train_loss), ("step", test_loss)
     ds.attrs["k_samples"] = len(x_k)
     ds.attrs["k_convention"] = "K without conv biases, eval mode (the authors' code, spec §1.11)"
-    return ds.merge(run_status(record))
+    return _describe(ds.merge(run_status(record, spec)))
 
 
 def measure_attention_run(record: dict, data: dict, spec: dict, device: torch.device) -> xr.Dataset:
@@ -272,7 +314,7 @@ def measure_attention_run(record: dict, data: dict, spec: dict, device: torch.de
     from featlearn.models.gpt import attention_weights
 
     m = spec["measure"]
-    dim, steps, coord = time_axis(record, spec)
+    steps, time_labels = time_axis(record, spec)
     tensors = training_tensors(data)
     block = spec["model"]["block_size"]
     windows = torch.Generator().manual_seed(0)  # the same windows for every snapshot and seed, on any device
@@ -291,13 +333,13 @@ def measure_attention_run(record: dict, data: dict, spec: dict, device: torch.de
         weights = attention_weights(model)
         rows.append([_nfc_row(weights[key], w0[key], ks[key], step == 0) for key in keys])
         val_loss[i] = evaluate(model, val_x, val_y, "cross_entropy")
-        progress.step(f"{dim} {coord[i]:g}")
+        progress.step(f"step {step}")
     blocks = sorted({b for b, _ in keys})
-    ds = _nfc_dataset(rows, dim, coord, {"block": blocks, "proj": ["k", "q", "v"]})
+    ds = _nfc_dataset(rows, time_labels, {"block": blocks, "proj": ["k", "q", "v"]})
     ds = ds.drop_vars("ratio_c_uc").reindex(proj=["q", "k", "v"])
-    ds["val_loss"] = (dim, val_loss)
+    ds["val_loss"] = ("step", val_loss)
     ds.attrs["k_estimator"] = f"{m['probes']} Gaussian probes over all next-token logits, {m['windows']} windows"
-    return ds.merge(run_status(record))
+    return _describe(ds.merge(run_status(record, spec)))
 
 
 def measure_collapse_run(record: dict, data: dict, spec: dict, device: torch.device) -> xr.Dataset:
@@ -306,7 +348,7 @@ def measure_collapse_run(record: dict, data: dict, spec: dict, device: torch.dev
     the AGOP on ``measure.n_measure`` class-balanced samples."""
     from featlearn.metrics.collapse_measure import collapse_run_dataset, measure_collapse
 
-    dim, steps, coord = time_axis(record, spec)
+    steps, time_labels = time_axis(record, spec)
     tensors = {k: v.to(device) for k, v in training_tensors(data).items()}
     labels = data["labels_train"].to(device)
     rows, train_loss, test_loss, blank = [], np.full(len(steps), np.nan), np.full(len(steps), np.nan), None
@@ -320,19 +362,19 @@ def measure_collapse_run(record: dict, data: dict, spec: dict, device: torch.dev
         blank = {k: np.full(np.shape(v), np.nan) for k, v in rows[-1].items()}
         train_loss[i] = evaluate(model, tensors["x"], tensors["y"])
         test_loss[i] = evaluate(model, tensors["x_test"], tensors["y_test"])
-        progress.step(f"{dim} {coord[i]:g}")
-    ds = collapse_run_dataset([blank if r is None else r for r in rows], coord)
-    ds["train_loss"], ds["test_loss"] = (dim, train_loss), (dim, test_loss)
-    for name in ("train_loss", "test_loss"):
-        ds[name].attrs["long_name"] = LONG_NAMES[name]
-    return ds.merge(run_status(record))
+        progress.step(f"step {step}")
+    ds = collapse_run_dataset([blank if r is None else r for r in rows], time_labels)
+    ds["train_loss"], ds["test_loss"] = ("step", train_loss), ("step", test_loss)
+    return _describe(ds.merge(run_status(record, spec)))
 
 
-def run_status(record: dict) -> xr.Dataset:
-    """The loss of every optimizer step and whether (and when) the run diverged."""
+def run_status(record: dict, spec: dict) -> xr.Dataset:
+    """The loss of every optimizer step (MSE or cross-entropy, the run's ``train.loss``) and whether (and when) the
+    run diverged."""
     step = float("nan") if record["diverged_step"] is None else float(record["diverged_step"])
     losses = record["losses"].numpy()
-    return xr.Dataset({"loss": (("iteration",), losses)}, coords={"iteration": np.arange(len(losses))}).assign({
+    loss = LOSS_ATTRS[spec["train"].get("loss", "mse")]
+    return xr.Dataset({"loss": (("iteration",), losses, loss)}, coords={"iteration": np.arange(len(losses))}).assign({
         "diverged": int(record["status"] == "diverged"), "diverged_step": step})
 
 
@@ -398,7 +440,11 @@ def combine_runs(runs: dict[str, tuple[dict, xr.Dataset]]) -> xr.Dataset:
     """One store for a sweep: every run's dataset placed on the sweep's named dimensions.
 
     ``runs`` maps run id to (sweep point, dataset). ``alpha`` becomes a ``spectrum`` label so
-    that the isotropic case (alpha = None) is a selectable coordinate.
+    that the isotropic case (alpha = None) is a selectable coordinate. Time stays the dimension
+    ``step`` (``featlearn.store``): step-counted runs are padded to the union of their steps;
+    epoch-counted runs are aligned on ``epoch`` and padded to the union of their epochs, each
+    run's optimizer steps in ``step_of_epoch`` (NaN past its end), because one epoch is a
+    different step on datasets of different sizes.
     """
     parts, sweep = [], set()
     for point, ds in runs.values():
@@ -406,10 +452,26 @@ def combine_runs(runs: dict[str, tuple[dict, xr.Dataset]]) -> xr.Dataset:
                   for k, v in point.items()}
         sweep |= set(coords)
         parts.append(ds.expand_dims(coords))
-    # Runs of one sweep may differ in length (MNIST trains 50 epochs, the rest 150; datasets differ in
-    # steps per epoch): pad every other axis to the union first, so only the sweep dims are concatenated.
+    # Runs of one sweep may differ in length (MNIST trains 50 epochs, the rest 150) and, counted in epochs, in
+    # steps per epoch (datasets of different sizes): pad every other axis to the union first, so only the sweep
+    # dims are concatenated, with epoch-counted runs aligned on their epoch (the same epoch is a different step
+    # on each dataset); step_of_epoch keeps each run's own steps.
+    by_epoch = ["epoch" in part.coords for part in parts]
+    if any(by_epoch) and not all(by_epoch):
+        raise ValueError("combine_runs: a sweep mixes runs counted in steps and in epochs (train.steps and "
+                         "train.epochs); give every run of one experiment the same")
+    if all(by_epoch):
+        parts = [part.swap_dims(step="epoch") for part in parts]
     parts = xr.align(*parts, join="outer", exclude=sweep)
-    return xr.combine_by_coords(parts, combine_attrs="drop_conflicts")
+    store = xr.combine_by_coords(parts, join="outer", combine_attrs="drop_conflicts")
+    if all(by_epoch):
+        store = store.swap_dims(epoch="step")
+    for name in sweep:
+        if name not in COORD_ATTRS:
+            raise KeyError(f"combine_runs: sweep dimension {name!r} has no long_name/units in "
+                           "featlearn.metrics.measure.COORD_ATTRS; add it there")
+        store[name].attrs.update(COORD_ATTRS[name])
+    return store
 
 
 def spectrum_label(alpha: float | None) -> str:

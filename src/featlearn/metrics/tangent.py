@@ -346,16 +346,18 @@ def penalties_store(cfg: dict) -> xr.Dataset:
     return xr.Dataset(
         {
             "omega_tilde": (("penalty", "v"), tilde, {"long_name": "effective penalty ω̃(v) = min_{z≥1} ω(z) + v²/z² "
-                                                                   "(Eq. 12), grid + golden section"}),
-            "omega_tilde_closed": (("penalty", "v"), closed, {"long_name": "closed form of ω̃ (NaN: none)"}),
-            "omega": (("penalty", "s"), omega, {"long_name": "penalty ω(s); ω₃ = ω₁⊕ω₂ numerically (Eq. 11)"}),
-            "omega_closed": (("penalty", "s"), omega_closed, {"long_name": "closed form of ω(s)"}),
+                                                                   "(Eq. 12), grid + golden section", "units": "1"}),
+            "omega_tilde_closed": (("penalty", "v"), closed, {"long_name": "closed form of ω̃ (NaN: none)",
+                                                              "units": "1"}),
+            "omega": (("penalty", "s"), omega, {"long_name": "penalty ω(s); ω₃ = ω₁⊕ω₂ numerically (Eq. 11)",
+                                                "units": "1"}),
+            "omega_closed": (("penalty", "s"), omega_closed, {"long_name": "closed form of ω(s)", "units": "1"}),
         },
         coords={
-            "penalty": names,
-            "v": ("v", v, {"long_name": "v"}),
-            "s": ("s", s, {"long_name": "s ≥ 1"}),
-            "penalty_label": ("penalty", [PENALTIES[k][0] for k in names]),
+            "penalty": ("penalty", names, {"long_name": "penalty ω_k"}),
+            "v": ("v", v, {"long_name": "v", "units": "1"}),
+            "s": ("s", s, {"long_name": "s ≥ 1", "units": "1"}),
+            "penalty_label": ("penalty", [PENALTIES[k][0] for k in names], {"long_name": "penalty ω_k, written out"}),
         },
         attrs={"data_source": "no data (penalty functions)"},
     )

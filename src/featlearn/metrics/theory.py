@@ -233,19 +233,25 @@ def reversing_store(cfg: dict, datasets: dict[tuple[float, int], dict]) -> xr.Da
     x_scale = cfg["x_scale"] if cfg["x_scale"] is not None else 1 / math.sqrt(cfg["d"])
     return xr.Dataset(
         {
-            "rho_observed": (dims, observed.numpy(), {"long_name": "observed ρ_2nd (Eq. 7), one fixed net"}),
+            "rho_observed": (
+                dims, observed.numpy(), {"long_name": "observed ρ_2nd (Eq. 7), one fixed net", "units": "1"}
+            ),
             "rho_predicted": (
                 dims,
                 predicted.numpy(),
-                {"long_name": f"free-probability prediction (Eqs. 20, 22, 28; Den2 {cfg['den2']})"},
+                {"long_name": f"free-probability prediction (Eqs. 20, 22, 28; Den2 {cfg['den2']})", "units": "1"},
             ),
             "r_moments": (
                 ("power",),
                 r_mean.numpy(),
-                {"long_name": "τ(Rᵖ), R = Wᵀdiag(a²)W, mean over r_seeds nets"},
+                {"long_name": "τ(Rᵖ), R = Wᵀdiag(a²)W, mean over r_seeds nets", "units": "1"},
             ),
         },
-        coords={"gamma": gammas, "data_seed": seeds, "power": [1, 2, 3, 4]},
+        coords={
+            "gamma": ("gamma", gammas, {"long_name": "γ of the alignment-reversing data (App. G)", "units": "1"}),
+            "data_seed": ("data_seed", seeds, {"long_name": "seed of the data draw", "units": "1"}),
+            "power": ("power", [1, 2, 3, 4], {"long_name": "moment order p of τ(Rᵖ)", "units": "1"}),
+        },
         attrs={**CONVENTION_ATTRS, "x_scale_used": x_scale},
     )
 
@@ -291,20 +297,21 @@ def first_order_store(cfg: dict, datasets: dict[tuple[str, float], dict]) -> xr.
             "rho_observed": (
                 (*dims, "net"),
                 observed.numpy(),
-                {"long_name": "observed ρ_2nd (Eq. 7) at layer 0, one value per net"},
+                {"long_name": "observed ρ_2nd (Eq. 7) at layer 0, one value per net", "units": "1"},
             ),
             "rho_predicted": (
                 dims,
                 predicted.numpy(),
-                {"long_name": f"first-order prediction ρ(XᵀYE[𝒦]YX, XᵀYE[𝒦²]YX), {mc} Monte-Carlo nets"},
+                {"long_name": f"first-order prediction ρ(XᵀYE[𝒦]YX, XᵀYE[𝒦²]YX), {mc} Monte-Carlo nets",
+                 "units": "1"},
             ),
         },
         coords={
-            "activation": acts,
-            "task": tasks,
-            "width": widths,
-            "alpha": alphas,
-            "net": list(range(n_obs)),
+            "activation": ("activation", acts, {"long_name": "activation of the hidden layers"}),
+            "task": ("task", tasks, {"long_name": "target function of the data"}),
+            "width": ("width", widths, {"long_name": "hidden-layer width", "units": "1"}),
+            "alpha": ("alpha", alphas, {"long_name": "input spectrum decay α: λ_k ∝ 1/(1+k^α)", "units": "1"}),
+            "net": ("net", list(range(n_obs)), {"long_name": "observed net (independent init draw)", "units": "1"}),
         },
         attrs={**CONVENTION_ATTRS, "init": "2 hidden layers, PyTorch default (scale 1), float64"},
     )

@@ -34,7 +34,31 @@ from featlearn.rfm.linalg import max_entry, solve_kernel_system, thin_range
 ACTIVATIONS = ("relu", "cos")
 DEFAULT_WIDTH = {"relu": 1024, "cos": 4096}  # App. C
 STAGES = ("X", "MX", "PhiMX")
-STEPS = ("kernel", "solve", "agop", "sqrt", "features")
+STEPS = ("kernel", "solve", "agop", "sqrt", "features")  # the store's ``phase`` dimension (``step`` is optimizer steps)
+# long_name and units (CF) of every variable and coordinate of a run's Dataset (``store.write_store`` requires them)
+ATTRS = {
+    "nc1": {"long_name": "NC1 = tr Σ_W / tr Σ_B of the stage's features", "units": "1"},
+    "nc1_codeconv": {"long_name": "NC1 as the authors' code computes it (Σ_W over K·N): NC1 / K", "units": "1"},
+    "nc2_meansq": {"long_name": "NC2 = mean squared entry of H̄ᵀH̄ − Σ_ETF (the authors' code)", "units": "1"},
+    "nc2_fro": {"long_name": "‖H̄ᵀH̄ − Σ_ETF‖_F = K √NC2", "units": "1"},
+    "trSW": {"long_name": "tr Σ_W = (1/N) Σ_i ‖h_i − μ_c(i)‖² of the stage's features", "units": "1"},
+    "trSB": {"long_name": "tr Σ_B = (1/K) Σ_c ‖μ_c − μ_G‖² of the stage's features", "units": "1"},
+    "jitter": {"long_name": "jitter ε·I added to K + μI in the layer's solve (0: none)", "units": "1"},
+    "seconds": {"long_name": "wall-clock time of each phase of the layer", "units": "s"},
+    "gram": {"long_name": "Gram X̄X̄ᵀ of the centered, normalized M_l^{1/2}X_l on the class-sorted subsample",
+             "units": "1"},
+    "gram_block_mean": {"long_name": "mean of the full Gram X̄X̄ᵀ over each (class_a, class_b) block", "units": "1"},
+    "layer": {"long_name": "Deep RFM layer l (1 = the first)", "units": "1"},
+    "stage": {"long_name": "stage of the layer: X_l (X), M_l^{1/2}X_l (MX), Φ(M_l^{1/2}X_l) (PhiMX)"},
+    "phase": {"long_name": "phase of Algorithm 1 within a layer (kernel, solve, agop, sqrt, features)"},
+    "gram_layer": {"long_name": "layer l whose Gram is stored", "units": "1"},
+    "i": {"long_name": "sample index of a Gram row (class-sorted subsample)", "units": "1"},
+    "j": {"long_name": "sample index of a Gram column (class-sorted subsample)", "units": "1"},
+    "class_i": {"long_name": "class of Gram row i", "units": "1"},
+    "class_j": {"long_name": "class of Gram column j", "units": "1"},
+    "class_a": {"long_name": "class a of a Gram block", "units": "1"},
+    "class_b": {"long_name": "class b of a Gram block", "units": "1"},
+}
 METRICS = ("nc1", "nc1_codeconv", "nc2_meansq", "nc2_fro", "trSW", "trSB")
 
 log = logging.getLogger(__name__)
@@ -166,18 +190,18 @@ def deep_rfm(
         h = out.features
         del out  # this layer's X and X̃ go before the next layer's N×N buffers arrive
     sub_labels = labels[subset].cpu().numpy()
-    return xr.Dataset(
+    ds = xr.Dataset(
         {
             **{name: (("layer", "stage"), v) for name, v in metrics.items()},
             "jitter": ("layer", jitter),
-            "seconds": (("layer", "step"), seconds),
+            "seconds": (("layer", "phase"), seconds),
             "gram": (("gram_layer", "i", "j"), gram),
             "gram_block_mean": (("gram_layer", "class_a", "class_b"), block),
         },
         coords={
             "layer": np.arange(1, depth + 1),
             "stage": list(STAGES),
-            "step": list(STEPS),
+            "phase": list(STEPS),
             "gram_layer": list(gram_layers),
             "i": subset.cpu().numpy(),
             "j": subset.cpu().numpy(),
@@ -193,3 +217,6 @@ def deep_rfm(
             "dtype": str(dtype),
         },
     )
+    for name, attrs in ATTRS.items():
+        ds[name].attrs.update(attrs)
+    return ds

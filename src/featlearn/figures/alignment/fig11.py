@@ -6,8 +6,8 @@ from pathlib import Path
 
 import xarray as xr
 
-from featlearn.figures.alignment.panels import egop_note, heatmap, seeds_note, subplots, with_divergence
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.alignment.panels import egop_note, heatmap, seeds_note, with_divergence
+from featlearn.figures.style import apply_style, finish, subplots
 
 EXPERIMENTS = ("slo_sweep",)
 

@@ -14,10 +14,9 @@ from featlearn.figures.alignment.panels import (
     plot_seed_mean,
     seeds_note,
     sequential_colors,
-    subplots,
     with_divergence,
 )
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.style import apply_style, finish, subplots
 
 EXPERIMENTS = ("adaptive_slo",)
 

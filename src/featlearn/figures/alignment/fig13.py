@@ -13,7 +13,6 @@ from featlearn.figures.alignment.real_panels import (
     figure,
     missing_datasets,
     nfc_panel,
-    on_steps,
     present_seeds,
     run_label,
 )
@@ -25,13 +24,13 @@ EXPERIMENTS = ("real_mlp",)
 def draw(stores: dict[str, xr.Dataset]) -> Figure:
     """The Fig 2A panels for every dataset the store holds, Pearson ρ̄ as in Fig 2."""
     apply_style()
-    ds = on_steps(stores["real_mlp"], "epoch")
+    ds = stores["real_mlp"]
     fig = figure(2.2 * ds.sizes["layer"] + 0.6, 1.9 * ds.sizes["dataset"] + 0.9, [ds])
     axes = fig.subplots(ds.sizes["dataset"], ds.sizes["layer"], sharey="row", squeeze=False)
     for row, dataset in zip(axes, ds.dataset.values):
         run = present_seeds(ds.sel(dataset=dataset), "train_loss")
         for ax, layer in zip(row, ds.layer.values):
-            handles = nfc_panel(ax, run, PEARSON, f"{dataset_name(dataset)} · layer {layer}", layer=layer)
+            handles = nfc_panel(ax, run, PEARSON, f"{dataset_name(dataset)} · layer {layer}", "epoch", layer=layer)
         row[0].set_ylabel(run_label(dataset_name(dataset), run, "train_loss", "\n") + "\nNFC (Pearson ρ̄)")
     for ax in axes[-1]:
         ax.set_xlabel("epoch (0 = after warm-up)")

@@ -13,7 +13,6 @@ from featlearn.figures.alignment.real_panels import (
     figure,
     loss_panel,
     missing_datasets,
-    on_steps,
     present_seeds,
     run_label,
     weight_change_panel,
@@ -29,7 +28,7 @@ def draw(stores: dict[str, xr.Dataset]) -> Figure:
     """One two-panel subfigure per dataset: train (solid) and test (dashed) loss on a log axis, and
     ‖W − W₀‖_F/‖W‖_F vs epoch with one line per layer (dark = layer 1), mean ± sd over seeds."""
     apply_style()
-    ds = on_steps(stores["real_mlp"], "epoch")
+    ds = stores["real_mlp"]
     n = ds.sizes["dataset"]
     ncols, nrows = min(n, PER_ROW), int(np.ceil(n / PER_ROW))
     fig = figure(5.2 * ncols, 2.6 * nrows + 0.6, [ds])
@@ -38,8 +37,8 @@ def draw(stores: dict[str, xr.Dataset]) -> Figure:
         run = present_seeds(ds.sel(dataset=dataset), "train_loss")
         loss_ax, dw_ax = sub.subplots(1, 2)
         losses = loss_panel(loss_ax, [(run.train_loss, "k", "train", "-"), (run.test_loss, "k", "test", "--")],
-                            "MSE loss")
-        layers = weight_change_panel(dw_ax, run, "layer", "layer", "relative weight change")
+                            "MSE loss", "epoch")
+        layers = weight_change_panel(dw_ax, run, "layer", "layer", "relative weight change", "epoch")
         for ax in (loss_ax, dw_ax):
             ax.set_xlabel("epoch")
         if i == 0:

@@ -8,10 +8,10 @@ from pathlib import Path
 import xarray as xr
 from matplotlib.figure import Figure, SubFigure
 
+from featlearn.figures.alignment.panels import plot_seed_mean
 from featlearn.figures.alignment.real_panels import (
     figure,
     loss_panel,
-    on_steps,
     present_seeds,
     run_label,
     weight_change_panel,
@@ -26,10 +26,10 @@ def vgg_row(sub: SubFigure, vgg: xr.Dataset) -> None:
     run = present_seeds(vgg, "train_loss")
     axes = sub.subplots(1, 1 + vgg.sizes["layer"], squeeze=False)[0]
     handles = loss_panel(axes[0], [(run.train_loss, "k", "train", "-"), (run.test_loss, "k", "test", "--")],
-                         "MSE loss")
+                         "MSE loss", "epoch")
     axes[0].legend(handles=handles, frameon=False)
     for ax, layer in zip(axes[1:], vgg.layer.values):
-        weight_change_panel(ax, run, "layer", "conv layer", f"conv layer {layer}", layer=[layer])
+        weight_change_panel(ax, run, "layer", "conv layer", f"conv layer {layer}", "epoch", layer=[layer])
     for ax in axes[2:]:
         ax.sharey(axes[1])
     for ax in axes:
@@ -42,12 +42,12 @@ def gpt_row(sub: SubFigure, gpt: xr.Dataset) -> None:
     one line per attention block (dark = block 1)."""
     run = present_seeds(gpt, "val_loss")
     axes = sub.subplots(1, 1 + gpt.sizes["proj"], squeeze=False)[0]
-    train = run.loss.rename(iteration="step")
-    handles = loss_panel(axes[0], [(train, "0.55", "train (every iteration)", "-"),
-                                   (run.val_loss, "k", "validation", "--")], "cross-entropy loss")
+    handles = [plot_seed_mean(axes[0], run.loss, "0.55", "train (every iteration)", x="iteration"),
+               *loss_panel(axes[0], [(run.val_loss, "k", "validation", "--")], "cross-entropy loss", "step")]
     axes[0].legend(handles=handles, frameon=False)
     for ax, proj in zip(axes[1:], gpt.proj.values):
-        blocks = weight_change_panel(ax, run, "block", "block", f"{str(proj).upper()} projection", proj=proj)
+        blocks = weight_change_panel(ax, run, "block", "block", f"{str(proj).upper()} projection", "step",
+                                     proj=proj)
     for ax in axes[2:]:
         ax.sharey(axes[1])
     axes[-1].legend(handles=blocks, frameon=False)
@@ -61,7 +61,7 @@ def draw(stores: dict[str, xr.Dataset]) -> Figure:
     apply_style()
     fig = figure(16, 5.6, list(stores.values()))
     a, b = fig.subfigures(2, 1)
-    vgg_row(a, on_steps(stores["vgg_cifar"], "epoch"))
+    vgg_row(a, stores["vgg_cifar"])
     gpt_row(b, stores["gpt_shakespeare"])
     fig.suptitle("Fig 15 · losses and relative weight change ‖W − W₀‖_F / ‖W‖_F")
     return fig

@@ -9,7 +9,7 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from featlearn.figures.alignment.panels import with_divergence
-from featlearn.figures.alignment.real_panels import diag_image, divergence, figure, on_steps, present_seeds
+from featlearn.figures.alignment.real_panels import diag_image, divergence, figure, present_seeds
 from featlearn.figures.style import apply_style, finish
 
 EXPERIMENTS = ("celeba_glasses",)
@@ -28,7 +28,7 @@ def draw(stores: dict[str, xr.Dataset]) -> Figure:
     """Three images of the first seed present (Q draw 0), each ÷ its max; the Pearson correlations
     of the diagonals over all seeds (and Q draws) beside the paper's 0.91 and 0.04."""
     apply_style()
-    ds = present_seeds(on_steps(stores["celeba_glasses"], "epoch"), "train_loss")
+    ds = present_seeds(stores["celeba_glasses"], "train_loss")
     shown = ds.isel(seed=0)
     rho_g = f"ρ̄(diag F, diag Ḡ) = {mean_sd(ds.rho_diag_agop)}  (paper 0.91)"
     rho_q = f"ρ̄(diag F, diag WᵀQW) = {mean_sd(ds.rho_diag_corrupted)}  (paper 0.04)"

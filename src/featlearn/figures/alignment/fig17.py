@@ -36,14 +36,14 @@ def draw(stores: dict[str, xr.Dataset]) -> Figure:
             values = runs[opt][var].sel(layer=LAYER)
             if "convention" in values.dims:
                 values = values.sel(convention=COSINE)
-            handles.append(plot_seed_mean(ax, values, color, run_label(name, runs[opt], "train_loss")))
+            handles.append(plot_seed_mean(ax, values, color, run_label(name, runs[opt], "train_loss"), x="step"))
         ax.set_title(f"a · layer {LAYER} · {title}")
         ax.set_xlabel("epoch (full batch)")
     top[2].set_yscale("log")
     top[0].legend(handles=handles, frameon=False, fontsize=6)
     curves = [(runs[opt][f"{split}_loss"], color, f"{name} · {split}", style)
               for opt, (color, name) in OPTIMIZERS.items() for split, style in (("train", "-"), ("test", "--"))]
-    top[3].legend(handles=loss_panel(top[3], curves, "MSE loss"), frameon=False, fontsize=6)
+    top[3].legend(handles=loss_panel(top[3], curves, "MSE loss", "step"), frameon=False, fontsize=6)
     top[3].set_xlabel("epoch (full batch)")
     for ax, ((var, title), opt) in zip(bottom, product(IMAGES, OPTIMIZERS)):
         shown = runs[opt].isel(seed=0)

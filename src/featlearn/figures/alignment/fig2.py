@@ -18,7 +18,6 @@ from featlearn.figures.alignment.real_panels import (
     figure,
     missing_datasets,
     nfc_panel,
-    on_steps,
     present_seeds,
     run_label,
 )
@@ -40,7 +39,7 @@ def mlp_trajectories(sub: SubFigure, mlp: xr.Dataset) -> None:
     run = present_seeds(mlp.sel(dataset=dataset), "train_loss")
     axes = sub.subplots(1, mlp.sizes["layer"], sharey=True, squeeze=False)[0]
     for ax, layer in zip(axes, mlp.layer.values):
-        handles = nfc_panel(ax, run, PEARSON, f"layer {layer}", layer=layer)
+        handles = nfc_panel(ax, run, PEARSON, f"layer {layer}", "epoch", layer=layer)
         ax.set_xlabel("epoch (0 = after warm-up)")
     axes[0].set_ylabel(NFC_LABEL)
     axes[0].legend(handles=handles, frameon=False)
@@ -48,8 +47,8 @@ def mlp_trajectories(sub: SubFigure, mlp: xr.Dataset) -> None:
 
 
 def layer_summary(sub: SubFigure, mlp: xr.Dataset) -> None:
-    """(B) UC/C-NFC at init (epoch 0) and at each run's last epoch, per layer, mean ± sd over every
-    (dataset, seed) run present. Diverged runs are left out of both, and listed."""
+    """(B) UC/C-NFC at init (epoch 0, every run's first row) and at each run's last epoch, per layer, mean ± sd over
+    every (dataset, seed) run present. Diverged runs are left out of both, and listed."""
     runs = mlp.stack(run=("dataset", "seed"))
     ran = runs.train_loss.notnull().any("step").values
     diverged = runs.diverged.values == 1
@@ -57,7 +56,7 @@ def layer_summary(sub: SubFigure, mlp: xr.Dataset) -> None:
     ax = sub.subplots()
     for i, (var, color, label) in enumerate(NFC_VARS):
         nfc = keep[var].sel(convention=PEARSON)
-        for j, (when, values, face) in enumerate([("init", nfc.sel(step=0), "white"),
+        for j, (when, values, face) in enumerate([("init", nfc.isel(step=0), "white"),
                                                   ("final", last_finite(nfc), color)]):
             sd = values.std("run") if keep.sizes["run"] > 1 else None
             ax.errorbar(values.layer.values + 0.24 * (2 * i + j) - 0.36, values.mean("run"), yerr=sd,
@@ -82,7 +81,7 @@ def vgg_trajectories(sub: SubFigure, vgg: xr.Dataset) -> None:
     run = present_seeds(vgg, "train_loss")
     axes = sub.subplots(2, int(np.ceil(vgg.sizes["layer"] / 2)), sharex=True, squeeze=False)
     for ax, layer in zip(axes.flat, vgg.layer.values):
-        nfc_panel(ax, run, PEARSON, f"conv layer {layer}", layer=layer)
+        nfc_panel(ax, run, PEARSON, f"conv layer {layer}", "epoch", layer=layer)
     for ax in axes[-1]:
         ax.set_xlabel("epoch (0 = after warm-up)")
     for ax in axes[:, 0]:
@@ -96,7 +95,7 @@ def gpt_trajectories(sub: SubFigure, gpt: xr.Dataset) -> None:
     axes = sub.subplots(gpt.sizes["block"], gpt.sizes["proj"], sharex=True, squeeze=False)
     for row, block in zip(axes, gpt.block.values):
         for ax, proj in zip(row, gpt.proj.values):
-            nfc_panel(ax, run, PEARSON, f"block {block} · {str(proj).upper()}", block=block, proj=proj)
+            nfc_panel(ax, run, PEARSON, f"block {block} · {str(proj).upper()}", "step", block=block, proj=proj)
         row[0].set_ylabel(NFC_LABEL)
     for ax in axes[-1]:
         ax.set_xlabel("iteration")
@@ -106,14 +105,14 @@ def gpt_trajectories(sub: SubFigure, gpt: xr.Dataset) -> None:
 def draw(stores: dict[str, xr.Dataset]) -> Figure:
     """(A) and (B) on top, (C) and (D) below; UC blue, C green everywhere."""
     apply_style()
-    mlp = on_steps(stores["real_mlp"], "epoch")
+    mlp = stores["real_mlp"]
     fig = figure(15, 10.5, list(stores.values()))
     top, bottom = fig.subfigures(2, 1, height_ratios=[1, 2])
     a, b = top.subfigures(1, 2, width_ratios=[5, 1.6])
     c, d = bottom.subfigures(1, 2, width_ratios=[4, 3])
     mlp_trajectories(a, mlp)
     layer_summary(b, mlp)
-    vgg_trajectories(c, on_steps(stores["vgg_cifar"], "epoch"))
+    vgg_trajectories(c, stores["vgg_cifar"])
     gpt_trajectories(d, stores["gpt_shakespeare"])
     fig.suptitle("Fig 2 · uncentered (UC) vs centered (C) NFC on real data, init scale 1; "
                  "ρ̄ = Pearson throughout, as in the authors' code")

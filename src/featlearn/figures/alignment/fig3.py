@@ -8,8 +8,8 @@ import numpy as np
 import xarray as xr
 from matplotlib.axes import Axes
 
-from featlearn.figures.alignment.panels import experiment_config, sequential_colors, subplots
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.alignment.panels import experiment_config, sequential_colors
+from featlearn.figures.style import apply_style, finish, subplots
 
 EXPERIMENTS = ("reversing",)
 MEAN_COLOR = "tab:blue"

@@ -13,11 +13,10 @@ from featlearn.figures.alignment.panels import (
     heatmap,
     legend_right,
     seeds_note,
-    subplots,
     trajectory_row,
     with_divergence,
 )
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.style import apply_style, finish, subplots
 
 EXPERIMENTS = ("slo_sweep",)
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import xarray as xr
 
-from featlearn.figures.alignment.panels import experiment_config, layer_row, seeds_note, subplots
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.alignment.panels import experiment_config, layer_row, seeds_note
+from featlearn.figures.style import apply_style, finish, subplots
 
 EXPERIMENTS = ("init_sweep",)
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import xarray as xr
 from matplotlib.lines import Line2D
 
-from featlearn.figures.alignment.panels import experiment_config, subplots
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.alignment.panels import experiment_config
+from featlearn.figures.style import apply_style, finish, subplots
 
 EXPERIMENTS = ("first_order",)
 ROWS = {"quadratic": "quadratic φ(z) = z²", "relu": "ReLU"}

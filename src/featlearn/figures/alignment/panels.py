@@ -13,14 +13,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import seaborn as sns
 import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
-from featlearn.figures.style import PALETTE, apply_style, finish
+from featlearn.figures.style import PALETTE, apply_style, finish, subplots
 
 CONVENTION = "cosine"  # the paper's ρ (spec §1.4); Pearson is only for Figs 2 and 13
 
@@ -44,14 +43,6 @@ class Panel:
     layer: int | None = None
     log: bool = False
     normalize: bool = False
-
-
-def subplots(nrows: int, ncols: int, width: float, height: float) -> tuple[plt.Figure, np.ndarray]:
-    """Constrained-layout grid (axes always 2-D) that keeps its bottom 0.15 in free for the
-    footer that finish() writes there, so it never overlaps the lowest axis labels."""
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), layout="constrained", squeeze=False)
-    fig.get_layout_engine().set(rect=(0, 0.15 / height, 1, 1 - 0.15 / height))
-    return fig, axes
 
 
 def sequential_colors(n: int) -> list[tuple[float, float, float]]:
@@ -96,14 +87,15 @@ def _values(run: xr.Dataset, panel: Panel) -> xr.DataArray:
 
 
 def plot_seed_mean(ax: Axes, values: xr.DataArray, color: object, label: str, scale: float = 1.0,
-                   linestyle: str = "-") -> Line2D:
-    """Mean over seeds (± sd band if several) of values(seed, step) / scale.
+                   linestyle: str = "-", x: str = "step") -> Line2D:
+    """Mean over seeds (± sd band if several) of values(seed, time) / scale against the time coordinate ``x``:
+    ``step``, ``epoch`` (an epoch-counted store) or ``iteration`` (the loss of every step).
 
     NaNs are not skipped, so the mean ends at the first seed's divergence instead of silently
     switching to the surviving seeds; an × marks where a curve ends before the last step.
     """
     mean = values.mean("seed", skipna=False) / scale
-    steps = values.step.values
+    steps = values[x].values
     (line,) = ax.plot(steps, mean.values, color=color, label=label, linestyle=linestyle)
     if values.sizes["seed"] > 1:
         sd = values.std("seed", skipna=False) / scale

@@ -1,10 +1,11 @@
 """Shared panels of the alignment paper's real-data figures (2, 13–17).
 
-panels.py draws trajectories indexed by `step` and coloured by init scale; the real-data stores
-are indexed by epoch or iteration and by dataset, optimizer, layer, block or projection, and may
-hold seeds that were never run (all NaN). The helpers here put those stores on panels.py's
-`step` axis, drop only never-run seeds (a diverged seed stays, so its NaNs end the mean curve
-with an ×) and name every divergence where the run is drawn.
+panels.py draws trajectories along the time dimension `step` and coloured by init scale; the
+real-data stores are labelled by `epoch` (MLP, VGG, CelebA: counted in epochs) or `step` (GPT,
+SVHN SLO) and indexed by dataset, optimizer, layer, block or projection, and may hold seeds that
+were never run (all NaN). Each panel here plots against the coordinate `x` its figure is drawn
+against, drops only never-run seeds (a diverged seed stays, so its NaNs end the mean curve with
+an ×) and names every divergence where the run is drawn.
 """
 
 from __future__ import annotations
@@ -40,16 +41,15 @@ def missing_datasets(ds: xr.Dataset) -> list[str]:
     return [name for key, name in DATASET_NAMES.items() if key not in present]
 
 
-def on_steps(ds: xr.Dataset, time: str) -> xr.Dataset:
-    """The store with its time dimension (epoch, iteration) renamed `step`, the axis panels.py plots on."""
-    return ds if time == "step" else ds.rename({time: "step"})
-
-
 def divergence(run: xr.Dataset, loss: str) -> xr.Dataset:
-    """diverged and diverged_step per seed: the store's own when it records them, otherwise read off
-    the loss (finite at first, non-finite at the end: diverged at the first non-finite step)."""
+    """diverged and diverged_step per seed: the store's own when it records them (every measured store does),
+    otherwise read off the loss of a step-counted store (finite at first, non-finite at the end: diverged at the
+    first non-finite step)."""
     if "diverged" in run.data_vars:
         return run[["diverged", "diverged_step"]]
+    if "step" not in run.coords:
+        raise ValueError(f"divergence: the store records no 'diverged' and no step coordinate to read it off "
+                         f"{loss} (coordinates {list(run.coords)})")
     finite = np.isfinite(run[loss]).transpose("seed", "step").values
     steps = run.step.values
     diverged = finite.any(axis=1) & ~finite[:, -1]
@@ -65,28 +65,31 @@ def present_seeds(run: xr.Dataset, loss: str) -> xr.Dataset:
     return run.sel(seed=run.seed.values[ran.values])
 
 
-def nfc_panel(ax: Axes, run: xr.Dataset, convention: str, title: str, **where: object) -> list[Line2D]:
-    """UC-NFC (blue) and C-NFC (green) of one layer (selected by `where`) vs step, mean ± sd over seeds."""
-    handles = [plot_seed_mean(ax, run[var].sel(convention=convention, **where), color, label)
+def nfc_panel(ax: Axes, run: xr.Dataset, convention: str, title: str, x: str, **where: object) -> list[Line2D]:
+    """UC-NFC (blue) and C-NFC (green) of one layer (selected by `where`) vs x, mean ± sd over seeds."""
+    handles = [plot_seed_mean(ax, run[var].sel(convention=convention, **where), color, label, x=x)
                for var, color, label in NFC_VARS]
     ax.set_title(title)
     return handles
 
 
-def weight_change_panel(ax: Axes, run: xr.Dataset, dim: str, label: str, title: str, **where: object) -> list[Line2D]:
-    """‖W − W₀‖_F / ‖W‖_F vs step, one line per level of dim (layer or block), dark = first."""
+def weight_change_panel(ax: Axes, run: xr.Dataset, dim: str, label: str, title: str, x: str,
+                        **where: object) -> list[Line2D]:
+    """‖W − W₀‖_F / ‖W‖_F vs x, one line per level of dim (layer or block), dark = first."""
     values = run.dw_rel.sel(**where)
     levels = values[dim].values
-    handles = [plot_seed_mean(ax, values.sel({dim: level}), color, f"{label} {level}")
+    handles = [plot_seed_mean(ax, values.sel({dim: level}), color, f"{label} {level}", x=x)
                for level, color in zip(levels, sequential_colors(len(levels)))]
     ax.set_title(title)
     ax.set_ylabel("‖W − W₀‖ / ‖W‖")
     return handles
 
 
-def loss_panel(ax: Axes, curves: Sequence[tuple[xr.DataArray, object, str, str]], title: str) -> list[Line2D]:
-    """Losses (values(seed, step), colour, label, linestyle) on a log axis, mean ± sd over seeds."""
-    handles = [plot_seed_mean(ax, values, color, label, linestyle=style) for values, color, label, style in curves]
+def loss_panel(ax: Axes, curves: Sequence[tuple[xr.DataArray, object, str, str]], title: str,
+               x: str) -> list[Line2D]:
+    """Losses (values(seed, time), colour, label, linestyle) vs x on a log axis, mean ± sd over seeds."""
+    handles = [plot_seed_mean(ax, values, color, label, linestyle=style, x=x)
+               for values, color, label, style in curves]
     ax.set_yscale("log")
     ax.set_title(title)
     return handles

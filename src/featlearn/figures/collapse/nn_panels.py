@@ -1,10 +1,11 @@
 """Shared drawing of the collapse paper's neural-network figures: NC1 through the SVD of each head layer (Figs 2, 7–9)
 and NC ratios / NFA / train loss (Figs 10–12) (collapse spec §4).
 
-Stores (one per architecture, from ``metrics.collapse_measure``) have dims (dataset, seed, epoch, layer, stage): nc1;
-(dataset, seed, epoch, layer): nfa_sqrt, nfa_full, phi; (dataset, seed, epoch): w_over_t, b_over_t, train_loss,
-test_loss; (dataset, seed): diverged. Measured variables are NaN at epochs without a measurement (the loss is logged
-every epoch), and a (dataset, seed) that a scale did not run is all NaN.
+Stores (one per architecture, from ``metrics.collapse_measure``) have dims (dataset, seed, step, layer, stage): nc1;
+(dataset, seed, step, layer): nfa_sqrt, nfa_full, phi; (dataset, seed, step): w_over_t, b_over_t, train_loss,
+test_loss; (dataset, seed): diverged; the time dimension ``step`` is labelled by the coordinate ``epoch``
+(``featlearn.store``), which every panel plots against. A row is NaN where a run has no measurement at that epoch (a
+shorter run, a divergence), and a (dataset, seed) that a scale did not run is all NaN.
 
 Curves are the mean over the seeds that ran and did not diverge, with a ±1 sd band when there are ≥ 2 of them, the
 lower edge raised to 0.01 × mean as in the paper (App. C). A diverged seed is drawn on its own, dashed, ending in an ×,
@@ -20,8 +21,7 @@ import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.ticker import NullFormatter
 
-from featlearn.figures.alignment.panels import subplots
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.style import apply_style, finish, subplots
 
 ORDER = ("mnist", "cifar10", "svhn")
 TITLES = {"mnist": "MNIST", "cifar10": "CIFAR-10", "svhn": "SVHN"}
@@ -55,10 +55,10 @@ def seeds_label(run: xr.Dataset) -> str:
 
 
 def band(ax: Axes, values: xr.DataArray, run: xr.Dataset, color: object, label: str | None) -> None:
-    """Mean ± sd over the healthy seeds of values(seed, epoch) and a dashed line per diverged seed."""
+    """Mean ± sd over the healthy seeds of values(seed, step) vs epoch and a dashed line per diverged seed."""
     healthy, diverged = seed_groups(run)
     if healthy:
-        kept = values.sel(seed=healthy).dropna("epoch", how="all")
+        kept = values.sel(seed=healthy).dropna("step", how="all")
         mean = kept.mean("seed").values
         epochs = kept.epoch.values
         ax.plot(epochs, mean, color=color, label=label, lw=1.2)
@@ -66,7 +66,7 @@ def band(ax: Axes, values: xr.DataArray, run: xr.Dataset, color: object, label: 
             sd = kept.std("seed").values
             ax.fill_between(epochs, np.maximum(mean - sd, BAND_FLOOR * mean), mean + sd, color=color, alpha=0.2, lw=0)
     for seed in diverged:
-        own = values.sel(seed=seed).dropna("epoch")
+        own = values.sel(seed=seed).dropna("step")
         if own.size:
             ax.plot(own.epoch.values, own.values, color=color, ls="--", lw=0.8)
             ax.plot(own.epoch.values[-1], own.values[-1], marker="x", color=color, ms=5)
@@ -77,8 +77,8 @@ def final_values(values: xr.DataArray, run: xr.Dataset) -> np.ndarray:
     healthy, _ = seed_groups(run)
     if not healthy:
         return np.array([])
-    kept = values.sel(seed=healthy).dropna("epoch", how="all")
-    last = kept.isel(epoch=-1).values.ravel() if kept.sizes["epoch"] else np.array([])
+    kept = values.sel(seed=healthy).dropna("step", how="all")
+    last = kept.isel(step=-1).values.ravel() if kept.sizes["step"] else np.array([])
     return last[np.isfinite(last)]
 
 

@@ -1,6 +1,6 @@
 """Shared panels of the collapse figures: NC1/NC2 against layer (Figs 3, 4) and Gram heatmaps (Figs 1, 5, 6).
 
-Stores come from ``featlearn.rfm.experiment.combine_datasets``: one per activation, datasets along ``dataset``. Rows
+Stores come from ``featlearn.experiments.deep_rfm.combine``: one per activation, datasets along ``dataset``. Rows
 for datasets a store lacks (smoke runs MNIST only) are left out, and the Gram columns are the store's gram layers.
 """
 
