@@ -28,6 +28,7 @@ def long_training_run():
     """A function making chain_fig1's smoke run long enough to interrupt (checkpoints every half second) in a
     copied repo; it returns the run's target and its log, both relative to the repo."""
     from featlearn import experiments as fx
+    from featlearn.config import spec_hash
 
     def lengthen(repo: Path) -> tuple[str, str]:
         path = repo / "config.yaml"
@@ -35,7 +36,8 @@ def long_training_run():
         cfg["experiments"]["chain_fig1"]["scales"]["smoke"].update(
             model={"widths": [256, 256]}, train={"steps": 20000, "measure_every": 5000, "checkpoint_seconds": 0.5})
         path.write_text(yaml.safe_dump(cfg))
-        run = next(iter(fx.units(cfg | {"scale": "smoke"}, "chain_fig1")))
-        return f"results/smoke/runs/chain_fig1/{run}.pt", f"results/smoke/logs/train/chain_fig1/{run}.log"
+        run, unit = next(iter(fx.units(cfg | {"scale": "smoke"}, "chain_fig1").items()))
+        name = f"{run}.{spec_hash(unit)}"
+        return f"results/smoke/runs/chain_fig1/{name}.pt", f"results/smoke/logs/train/chain_fig1/{name}.log"
 
     return lengthen

@@ -157,3 +157,13 @@ def test_the_device_is_not_part_of_a_runs_identity():
     for name in ("chain_fig1", "real_mlp", "deep_rfm_cos"):
         cpu, auto = (fx.units({**CONFIG, "scale": "paper", "device": d}, name) for d in ("cpu", "auto"))
         assert cpu == auto and all("device" not in unit for unit in cpu.values())
+
+
+def test_an_artifact_from_another_configuration_is_refused(tmp_path):
+    unit = fx.units({**CONFIG, "scale": "smoke"}, "chain_fig1")["seed-0"]
+    changed = copy.deepcopy(unit)
+    changed["train"]["lr"] = 0.3
+    assert fc.spec_hash(unit) != fc.spec_hash(changed) and fc.spec_hash(unit) == fc.spec_hash(copy.deepcopy(unit))
+    fc.check_spec("run.pt", fc.spec_json(unit), unit)
+    with pytest.raises(fc.ConfigError, match=r"run\.pt was computed from another configuration .*\['train'\]"):
+        fc.check_spec("run.pt", fc.spec_json(unit), changed)

@@ -8,6 +8,7 @@ its kind makes of it (``featlearn.experiments``), so a sweep is data, not code.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import os
 from collections.abc import Callable
@@ -199,3 +200,32 @@ def dataset_key(data: dict) -> str:
 def spec_json(spec: dict) -> str:
     """Canonical JSON of a spec: what a store records and what a resumed run must match."""
     return json.dumps(spec, sort_keys=True)
+
+
+def spec_hash(spec: dict) -> str:
+    """The first 10 hex digits of the spec's SHA-256: part of every run's and unit store's file name, so a result
+    computed from another configuration is never taken for the current one, even by a Snakemake that lost its
+    metadata (a fresh clone with copied results, ``rm -rf .snakemake``)."""
+    return hashlib.sha256(spec_json(spec).encode()).hexdigest()[:10]
+
+
+def check_spec(path: str | Path, recorded: str, expected: dict) -> None:
+    """Raise if the artifact at ``path`` records another spec than the one the DAG asks for, naming what differs."""
+    want = json.loads(spec_json(expected))
+    have = json.loads(recorded)
+    if have != want:
+        keys = sorted(k for k in set(have) | set(want) if have.get(k) != want.get(k))
+        raise ConfigError(f"{path} was computed from another configuration than config.yaml now asks for (differs in "
+                          f"{keys}); delete it and rerun snakemake")
+
+
+def write_if_changed(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` (atomically) unless it already holds it: the file's time then marks the last
+    change of what it records, which Snakemake sees even without its metadata."""
+    path = Path(path)
+    if path.exists() and path.read_text() == text:
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)

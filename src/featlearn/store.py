@@ -44,6 +44,7 @@ import netCDF4
 import numpy as np
 import xarray as xr
 
+from featlearn.config import check_spec
 from featlearn.integrity import DIGEST_KEY, dataset_digest
 
 log = logging.getLogger(__name__)
@@ -148,8 +149,9 @@ def write_store(ds: xr.Dataset, path: str | Path, attrs: dict[str, str | int]) -
         tmp.unlink(missing_ok=True)
 
 
-def read_store(path: str | Path) -> xr.Dataset:
-    """Load a store fully into memory (and close the file), checking its digest; errors name the path and the fix."""
+def read_store(path: str | Path, expected: dict | None = None) -> xr.Dataset:
+    """Load a store fully into memory (and close the file), checking its digest and, given the ``expected`` spec,
+    that it was computed from that configuration; errors name the path and the fix."""
     fix = "delete it and rerun snakemake to rebuild it"
     try:
         with xr.open_dataset(path, engine="netcdf4") as ds:
@@ -162,4 +164,6 @@ def read_store(path: str | Path) -> xr.Dataset:
     elif digest != dataset_digest(ds):
         raise OSError(f"metric store {path} is corrupted (its values no longer match the digest written with "
                       f"them); {fix}")
+    if expected is not None:
+        check_spec(path, str(ds.attrs.get("experiment_config", "{}")), expected)
     return ds

@@ -4,6 +4,7 @@ tests/BAD_INPUTS.md; add a row there with each new case here."""
 
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -73,7 +74,7 @@ def _duplicate_key(repo):
 
 def _experiment_removed_store_left(repo):
     _edit_config(repo, lambda c: c["experiments"].pop("chain_fig1"))
-    store = repo / "results/smoke/metrics/chain_fig1.nc"
+    store = repo / "results/smoke/metrics/chain_fig1.0123456789.nc"
     store.parent.mkdir(parents=True)
     store.write_text("a store from before chain_fig1 was removed\n")
 
@@ -90,13 +91,13 @@ CASES = [
     ("unknown config key", _unknown_key, ("figures/alignment/fig1.pdf",), "smoke",
      [r"experiments\.chain_fig1\.train.*lrr"], ["results", "figures"]),
     ("unknown figure target", _as_shipped, ("figures/collapse/fig13.pdf",), "smoke",
-     [r"figures/collapse/fig13\.pdf is not a figure this pipeline builds"], ["results"]),
+     [r"figures/collapse/fig13\.pdf is not a figure this pipeline builds"], ["results/smoke/metrics", "figures"]),
     ("results is not a directory", _results_is_a_file, ("figures/tangent/fig2.pdf",), "smoke",
      [r"results exists but is not a directory.*move or delete that file"], ["figures"]),
     ("duplicated key", _duplicate_key, ("figures/tangent/fig2.pdf",), "smoke",
      [r"key 'scale' appears twice in one mapping \(lines \d+ and \d+\)"], ["results", "figures"]),
     ("figure number with a leading zero", _as_shipped, ("figures/alignment/fig01.pdf",), "smoke",
-     [r"figures/alignment/fig01\.pdf is not a figure this pipeline builds"], ["results"]),
+     [r"figures/alignment/fig01\.pdf is not a figure this pipeline builds"], ["results/smoke/metrics", "figures"]),
     ("experiment removed, its old store left", _experiment_removed_store_left, ("figures/alignment/fig1.pdf",), "smoke",
      [r"fig1\.pdf reads experiment\(s\) \['chain_fig1'\], which config\.yaml does not define"],
      ["figures/alignment/fig1.pdf"]),
@@ -128,7 +129,8 @@ def test_a_diverged_run_is_recorded_and_the_figure_still_builds(tmp_path, copy_r
     _edit_config(repo, lambda c: c["experiments"]["chain_fig1"]["scales"]["smoke"]["train"].update(lr=1.0e4))
     proc = _run(repo, "figures/alignment/fig1.pdf")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-    store = read_store(repo / "results/smoke/metrics/chain_fig1.nc")
+    (path,) = (repo / "results/smoke/metrics").glob("chain_fig1.*.nc")
+    store = read_store(path)
     assert int(store["diverged"].max()) == 1 and float(store["diverged_step"].min()) >= 0
     (log,) = (repo / "results/smoke/logs/train/chain_fig1").iterdir()
     assert "diverged at step" in log.read_text()
@@ -169,3 +171,14 @@ def test_an_interrupted_build_leaves_nothing_taken_as_done_and_resumes(tmp_path,
     assert rerun.returncode == 0, (rerun.stdout + rerun.stderr)[-3000:]
     assert f"at step {stopped_at}" in log.read_text()  # resumed from the checkpoint
     assert torch.load(repo / target, weights_only=False)["status"] == "completed"
+
+
+def test_a_config_change_is_seen_even_without_snakemakes_metadata(tmp_path, copy_repo):
+    """Runs and unit stores carry their spec's hash in their names: after `rm -rf .snakemake` (or in a fresh clone
+    with copied results) a changed lr still retrains, where Snakemake alone said "Nothing to be done"."""
+    repo = copy_repo(tmp_path)
+    assert _run(repo, "figures/alignment/fig1.pdf").returncode == 0
+    shutil.rmtree(repo / ".snakemake")
+    _edit_config(repo, lambda c: c["experiments"]["chain_fig1"]["scales"]["smoke"]["train"].update(lr=0.3))
+    planned = _run(repo, "figures/alignment/fig1.pdf", "-n").stdout
+    assert "rule train:" in planned and "rule figure:" in planned, planned[-3000:]

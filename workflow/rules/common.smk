@@ -101,8 +101,50 @@ def figure_code(paper, n):
     return deps.job_code("render", f"featlearn.figures.{paper}.fig{n}")
 
 
+# Each experiment's resolved spec, and the configured scale, as files rewritten only when they change: every job of an
+# experiment reads its stamp, and every figure the scale's, so a config change or a scale switch reruns what it
+# affects by file times alone, even where Snakemake's metadata is gone (a fresh clone with copied results,
+# `rm -rf .snakemake`), which would otherwise find the old results "up to date".
+SCALE_STAMP = "results/scale.txt"
+fc.write_if_changed(SCALE_STAMP, SCALE + "\n")
+
+
+def spec_stamp(experiment):
+    return f"{RESULTS}/specs/{experiment}.json"
+
+
+for _name, _exp in EXPERIMENTS.items():
+    fc.write_if_changed(spec_stamp(_name), fc.spec_json(_exp) + "\n")
+
+
+def run_path(experiment, unit, suffix="pt"):
+    """A trained run (or its checkpoint): the spec's hash is in the name, so another configuration is another file."""
+    return f"{RESULTS}/runs/{experiment}/{unit}.{fc.spec_hash(UNITS[experiment][unit])}.{suffix}"
+
+
+def unit_store_path(experiment, unit):
+    return f"{RESULTS}/metrics/{experiment}/{unit}.{fc.spec_hash(UNITS[experiment][unit])}.nc"
+
+
+def current_unit(w):
+    """The unit a job builds; a file name carrying another spec's hash is refused rather than rebuilt mislabelled."""
+    unit = UNITS[w.experiment][w.unit]
+    if w.spec != fc.spec_hash(unit):
+        raise ValueError(f"{w.experiment}/{w.unit}.{w.spec}: no unit of config.yaml has spec hash {w.spec} "
+                         f"(the current one is {fc.spec_hash(unit)})")
+    return unit
+
+
 def store_path(experiment):
-    return f"{RESULTS}/metrics/{experiment}.nc"
+    """An experiment's store, named by its spec's hash like every run and unit store."""
+    return f"{RESULTS}/metrics/{experiment}.{fc.spec_hash(EXPERIMENTS[experiment])}.nc"
+
+
+def current_experiment(w):
+    exp = EXPERIMENTS[w.experiment]
+    if w.spec != fc.spec_hash(exp):
+        raise ValueError(f"{w.experiment}.{w.spec}: config.yaml's {w.experiment} has spec hash {fc.spec_hash(exp)}")
+    return exp
 
 
 # What each job asks of a scheduler (featlearn.resources: one table, and the one rule for who gets a GPU). The SLURM

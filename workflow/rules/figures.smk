@@ -6,9 +6,11 @@ rule figure:
         report("figures/{paper}/fig{n}.pdf", caption="../report/figure.rst", category="{paper}"),
     input:
         stores=lambda w: [store_path(e) for e in figure_stores(w.paper, w.n)],
+        stamps=lambda w: [SCALE_STAMP, *(spec_stamp(e) for e in figure_stores(w.paper, w.n))],
         code=lambda w: figure_code(w.paper, w.n),
     params:
         experiments=lambda w: figure_stores(w.paper, w.n),
+        specs=lambda w: {e: EXPERIMENTS[e] for e in figure_stores(w.paper, w.n)},
     wildcard_constraints:
         paper="alignment|collapse|tangent",
         n=r"\d+",

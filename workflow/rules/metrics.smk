@@ -5,19 +5,21 @@
 
 rule measure:
     output:
-        RESULTS + "/metrics/{experiment}/{unit}.nc",
+        RESULTS + "/metrics/{experiment}/{unit}.{spec}.nc",
     input:
-        data=lambda w: [data_path(p) for p in KIND[w.experiment].datasets(UNITS[w.experiment][w.unit])],
-        run=lambda w: [f"{RESULTS}/runs/{w.experiment}/{w.unit}.pt"] if w.experiment in TRAINED else [],
-        code=lambda w: measure_code(w.experiment, UNITS[w.experiment][w.unit]),
+        data=lambda w: [data_path(p) for p in KIND[w.experiment].datasets(current_unit(w))],
+        run=lambda w: [run_path(w.experiment, w.unit)] if w.experiment in TRAINED else [],
+        code=lambda w: measure_code(w.experiment, current_unit(w)),
+        stamp=lambda w: spec_stamp(w.experiment),
     params:
-        unit=lambda w: UNITS[w.experiment][w.unit],
+        unit=current_unit,
     wildcard_constraints:
         experiment=one_of(EXPERIMENTS),
+        spec="[0-9a-f]{10}",
     log:
-        RESULTS + "/logs/measure/{experiment}/{unit}.log",
+        RESULTS + "/logs/measure/{experiment}/{unit}.{spec}.log",
     benchmark:
-        RESULTS + "/benchmarks/measure/{experiment}/{unit}.tsv",
+        RESULTS + "/benchmarks/measure/{experiment}/{unit}.{spec}.tsv",
     threads: THREADS
     resources:
         runtime=job_request("runtime", "measure"),
@@ -30,19 +32,21 @@ rule measure:
 
 rule combine:
     output:
-        RESULTS + "/metrics/{experiment}.nc",
+        RESULTS + "/metrics/{experiment}.{spec}.nc",
     input:
-        parts=lambda w: [f"{RESULTS}/metrics/{w.experiment}/{u}.nc" for u in UNITS[w.experiment]],
-        code=lambda w: deps.job_code("combine", fx.KINDS[EXPERIMENTS[w.experiment]["kind"]]["module"]),
+        parts=lambda w: [unit_store_path(w.experiment, u) for u in UNITS[w.experiment]],
+        code=lambda w: deps.job_code("combine", fx.KINDS[current_experiment(w)["kind"]]["module"]),
+        stamp=lambda w: spec_stamp(w.experiment),
     params:
-        experiment=lambda w: EXPERIMENTS[w.experiment],
+        experiment=current_experiment,
         units=lambda w: UNITS[w.experiment],
     wildcard_constraints:
         experiment=one_of(EXPERIMENTS),
+        spec="[0-9a-f]{10}",
     log:
-        RESULTS + "/logs/combine/{experiment}.log",
+        RESULTS + "/logs/combine/{experiment}.{spec}.log",
     benchmark:
-        RESULTS + "/benchmarks/combine/{experiment}.tsv",
+        RESULTS + "/benchmarks/combine/{experiment}.{spec}.tsv",
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),

@@ -30,9 +30,11 @@ rule claims:
         RESULTS + "/claims/{paper}.json",
     input:
         stores=lambda w: [store_path(e) for e in CLAIM_STORES[w.paper]],
+        stamps=lambda w: [spec_stamp(e) for e in CLAIM_STORES[w.paper]],
         code=deps.job_code("claims"),
     params:
         experiments=lambda w: CLAIM_STORES[w.paper],
+        specs=lambda w: {e: EXPERIMENTS[e] for e in CLAIM_STORES[w.paper]},
     wildcard_constraints:
         paper="|".join(PAPERS),
     log:

@@ -3,19 +3,21 @@
 
 rule train:
     output:
-        RESULTS + "/runs/{experiment}/{run}.pt",
+        RESULTS + "/runs/{experiment}/{unit}.{spec}.pt",
     input:
-        data=lambda w: data_path(UNITS[w.experiment][w.run]["data"]),
-        code=lambda w: train_code(UNITS[w.experiment][w.run]),
+        data=lambda w: data_path(current_unit(w)["data"]),
+        code=lambda w: train_code(current_unit(w)),
+        stamp=lambda w: spec_stamp(w.experiment),
     params:
-        spec=lambda w: UNITS[w.experiment][w.run],
-        checkpoint=lambda w: f"{RESULTS}/runs/{w.experiment}/{w.run}.ckpt",
+        spec=current_unit,
+        checkpoint=lambda w: run_path(w.experiment, w.unit, "ckpt"),
     wildcard_constraints:
         experiment=one_of(TRAINED),
+        spec="[0-9a-f]{10}",
     log:
-        RESULTS + "/logs/train/{experiment}/{run}.log",
+        RESULTS + "/logs/train/{experiment}/{unit}.{spec}.log",
     benchmark:
-        RESULTS + "/benchmarks/train/{experiment}/{run}.tsv",
+        RESULTS + "/benchmarks/train/{experiment}/{unit}.{spec}.tsv",
     threads: THREADS
     resources:
         runtime=job_request("runtime", "train"),

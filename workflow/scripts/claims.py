@@ -7,6 +7,7 @@ log = start(snakemake.log[0])
 paper = snakemake.wildcards.paper
 claims = REGISTRY[paper]
 built = dict(zip(snakemake.params.experiments, snakemake.input.stores))
-stores = {name: read_store(built[name]) if name in built else None for name in core.store_names(claims)}
+specs = snakemake.params.specs  # each store must come from the configuration config.yaml names now
+stores = {name: read_store(built[name], specs[name]) if name in built else None for name in core.store_names(claims)}
 checks = core.evaluate_all(claims, paper, stores)
 write_text(snakemake.output[0], core.to_json(paper, snakemake.config["scale"], checks, stores))

@@ -5,7 +5,7 @@ from featlearn.store import provenance, read_store, write_store
 
 log = start(snakemake.log[0])
 exp, units = snakemake.params.experiment, snakemake.params.units
-parts = {unit: (units[unit], read_store(path)) for unit, path in zip(units, snakemake.input.parts)}
+parts = {unit: (units[unit], read_store(path, units[unit])) for unit, path in zip(units, snakemake.input.parts)}
 ds = kind_of(exp["kind"]).combine(exp, parts)
 # one line per distinct source (the datasets of a sweep; stand-ins named as such)
 attrs = provenance(spec_json(exp), snakemake.config["scale"], snakemake.rule, ds.attrs["data_source"])

@@ -1,6 +1,6 @@
 import time
 
-from featlearn.config import spec_json
+from featlearn.config import check_spec, spec_json
 from featlearn.experiments import kind_of
 from featlearn.jobs import job_device, load_tensors, start
 from featlearn.store import provenance, write_store
@@ -12,6 +12,8 @@ began = time.monotonic()
 unit = snakemake.params.unit
 data = [load_tensors(path) for path in snakemake.input.data]
 run = load_tensors(snakemake.input.run[0]) if snakemake.input.run else None
+if run is not None:  # the run must be the one this unit names, not one left over from another configuration
+    check_spec(snakemake.input.run[0], run["spec"], unit)
 ds = kind_of(unit["kind"]).measure(unit, data, run, device)
 attrs = provenance(spec_json(unit), snakemake.config["scale"], snakemake.rule, ds.attrs["data_source"])
 write_store(ds, snakemake.output[0], attrs)

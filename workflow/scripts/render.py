@@ -6,5 +6,7 @@ from featlearn.store import read_store
 
 log = start(snakemake.log[0])
 module = importlib.import_module(f"featlearn.figures.{snakemake.wildcards.paper}.fig{snakemake.wildcards.n}")
-stores = {name: read_store(path) for name, path in zip(snakemake.params.experiments, snakemake.input.stores)}
+specs = snakemake.params.specs  # each store must come from the configuration config.yaml names now
+paths = dict(zip(snakemake.params.experiments, snakemake.input.stores))
+stores = {name: read_store(path, specs[name]) for name, path in paths.items()}
 module.render(stores, Path(snakemake.output[0]))
