@@ -8,6 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
+from featlearn.figures.alignment.panels import with_divergence
 from featlearn.figures.style import apply_style, finish
 
 EXPERIMENTS = ("chain_fig1",)
@@ -42,6 +43,8 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
         ax.set_xticks([])
         ax.set_yticks([])
     n_seeds = ds.sizes["seed"]
-    fig.suptitle(f"Fig 1 · chain monomial r=5, layer 1 after training (seed 0 shown; ρ over {n_seeds} seeds, "
-                 f"{ds.sizes['q_draw']} Q draws)", fontsize=9)
+    title = (f"Fig 1 · chain monomial r=5, layer 1 after training (seed 0 shown; ρ over {n_seeds} seeds, "
+             f"{ds.sizes['q_draw']} Q draws)")
+    fig.suptitle(with_divergence(title, ds) + (" — values at the last finite step" if ds.diverged.any() else ""),
+                 fontsize=9)
     finish(fig, out, ds)
