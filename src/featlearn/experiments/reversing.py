@@ -5,23 +5,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from featlearn.experiments.single import combine, entries, single
+from featlearn.experiments.single import check, combine, entries, units
 
 __all__ = ["check", "combine", "datasets", "entries", "measure", "units"]
-
-
-def units(name: str, exp: dict) -> dict[str, dict]:
-    return single(name, exp)
 
 
 def datasets(unit: dict) -> list[dict]:
     fixed = {k: unit[k] for k in ("n", "d", "eps1", "eps2", "x_scale")}
     return [{"task": "alignment_reversing", "gamma": g, "seed": s, **fixed}
             for g in unit["gammas"] for s in range(unit["data_seeds"])]
-
-
-def check(exp: dict, where: str) -> list[str]:
-    return []
 
 
 def measure(unit: dict, data: list[dict], run: None, device: Any) -> Any:

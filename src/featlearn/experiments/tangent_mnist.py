@@ -5,21 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from featlearn.experiments.single import combine, entries, single
+from featlearn.experiments.single import check, combine, datasets, entries, units
 
 __all__ = ["check", "combine", "datasets", "entries", "measure", "units"]
-
-
-def units(name: str, exp: dict) -> dict[str, dict]:
-    return single(name, exp)
-
-
-def datasets(unit: dict) -> list[dict]:
-    return []
-
-
-def check(exp: dict, where: str) -> list[str]:
-    return []
 
 
 def measure(unit: dict, data: list[dict], run: None, device: Any) -> Any:
