@@ -411,7 +411,7 @@ def time_measurement(spec: dict, device: torch.device, max_n: int | None) -> Tim
         per_f = (t2 - t1) / (0.75 * f2)
         seconds = t2 + per_f * (1 - f2) if per_f > 0 else t2 / f2  # noise can invert them: then proportional
         peak = m2 + max(m2 - m1, 0) / (0.75 * f2) * (1 - f2)
-        how = f"extrapolated: affine in n from n = {max_n // 4:,} and {max_n:,}, every per-sample set shrunk alike"
+        how = f"extrapolated: affine in n from n = {max_n // 4:,} and {max_n:,}"
         memory_how = f"{label}, extrapolated alike"
     once, note = haar_seconds(input_dim(data), draws, device) if draws else (0.0, "")
     return Timing(seconds, how, peak, memory_how, once_s=once,
@@ -487,8 +487,8 @@ def project_rfm(by_n: dict[int, dict[str, float]], n_paper: int) -> tuple[float,
     seconds = sum(project_step({n: by_n[n][k] for n in ns}, RFM_ORDERS[k], n_paper) for k in steps)
     cubic = by_n[ns[-1]]["total"] * (n_paper / ns[-1]) ** 3
     slope = np.polyfit(np.log(ns), np.log([by_n[n]["total"] for n in ns]), 1)[0] if len(ns) > 1 else float("nan")
-    return seconds, (f"from N = {', '.join(f'{n:,}' for n in ns)} by each step's orders in N (fitted exponent "
-                     f"{slope:.2f}; ∝ N³ would give {cubic:.3g} s)")
+    return seconds, (f"from N = {', '.join(f'{n:,}' for n in ns)} by step orders (fitted exponent {slope:.2f}; "
+                     f"∝ N³: {cubic:.3g} s)")
 
 
 def time_rfm_job(unit: dict, dataset: str, d: int, n_paper: int, ns: list[int] | None,
@@ -516,7 +516,7 @@ def time_rfm_job(unit: dict, dataset: str, d: int, n_paper: int, ns: list[int] |
     timing = Timing((per_layer[0] + (depth - 1) * per_layer[1]) / depth, "measured", memory, label, detail=detail)
     if notes:
         timing.how = "extrapolated " + "; ".join(notes)
-        timing.memory_how = f"{label} at N = {ns[-1]:,} + two N×N float64 buffers grown to N = {n_paper:,}"
+        timing.memory_how = f"{label} at N = {ns[-1]:,}, extrapolated: + two N×N float64 buffers up to N = {n_paper:,}"
     timing.note = (f"layer 1 {per_layer[0]:.3g} s, later layers {per_layer[1]:.3g} s; random data: a collapsed "
                    "real layer may add Cholesky retries (jitter)")
     return timing
@@ -650,7 +650,8 @@ def table(rows: list[Row], missing: str = "not timed") -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         job = "/".join(p for p in (r.experiment, r.variant) if p)
-        memory = "—" if r.memory_mb is None else f"{r.memory_mb:,.0f} ({r.memory_how})"
+        memory = "—" if r.memory_mb is None else f"{r.memory_mb:,.0f}" + (" (extrapolated)" * (
+            "extrapolated" in r.memory_how))
         how = "; ".join(p for p in (r.how or missing, r.note) if p)
         lines.append(f"| {r.family} | {job} | {r.runs_on} | {r.unit} | {fmt(r.seconds, missing)} | "
                      f"{r.units_per_job:,} | {fmt(r.hours_per_job)} | {r.jobs} | {fmt(r.total_hours)} | {memory} | "
@@ -726,7 +727,9 @@ def main() -> None:
         print(f"  {row.id}: {t.seconds:.4g} s per unit (timed in {wall:.1f} s, {cpu:.1f} s of CPU)", flush=True)
     missing = apply_overrides(rows, args.unit_seconds) if args.unit_seconds else "not timed"
     total = totals(rows)
-    print(f"\n{table(rows, missing)}\n\n{summary(rows, total, set(args.only) == set(FAMILIES))}")
+    memory = "no device" if args.skip_timing else PeakMemory(device).label
+    print(f"\nPeak memory: {memory}, the job's dataset included (store rows: CPU RSS)\n{table(rows, missing)}\n\n"
+          f"{summary(rows, total, set(args.only) == set(FAMILIES))}")
     elapsed = time.perf_counter() - began
     load.append(os.getloadavg()[0])
     print(f"Script wall time: {elapsed:.0f} s; load average {load[0]:.1f} at the start, {load[1]:.1f} at the end")
