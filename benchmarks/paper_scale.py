@@ -107,7 +107,7 @@ class Row:
 
 @dataclass
 class Timing:
-    """A timed unit: seconds, the seconds once per job, peak memory (MB), and how each was obtained."""
+    """A timed unit: seconds, the seconds once per job, peak memory (MiB), and how each was obtained."""
 
     seconds: float
     how: str = "measured"
@@ -156,7 +156,7 @@ def _rss_bytes() -> int:
 
 
 class PeakMemory:
-    """Peak memory of a block, in MB. CUDA: ``max_memory_allocated`` above what was allocated at entry. CPU: the
+    """Peak memory of a block, in MiB. CUDA: ``max_memory_allocated`` above what was allocated at entry. CPU: the
     highest resident set size sampled every 5 ms above the size at entry; ``ru_maxrss`` (also kept, as
     ``maxrss_growth_mb``) only ever grows, so it reads 0 for a family smaller than one timed before it."""
 
@@ -351,7 +351,7 @@ def training_jobs(config: dict, names: list[str], device: torch.device, repeat: 
 
 
 def snapshot_seconds(spec: dict, fraction: float, device: torch.device) -> tuple[float, float, str]:
-    """(seconds per snapshot, peak MB with the dataset, memory label) of the run's measurement job (its kind's
+    """(seconds per snapshot, peak MiB with the dataset, memory label) of the run's measurement job (its kind's
     ``measure``, i.e. ``metrics.measure.measure_run``) on ``fake_data(…, fraction)`` and a record of two snapshots
     (init and a perturbed copy, so centered quantities are not zero), halved: its once-per-run parts are small once
     the random-Q draws are out (``haar_seconds``)."""
@@ -646,7 +646,7 @@ def fmt(value: float | None, missing: str = "—") -> str:
 
 
 def table(rows: list[Row], missing: str = "not timed") -> str:
-    lines = ["| family | job | runs on | unit | unit s | units/job | h/job | jobs | total h | peak memory MB | how |",
+    lines = ["| family | job | runs on | unit | unit s | units/job | h/job | jobs | total h | peak memory MiB | how |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         job = "/".join(p for p in (r.experiment, r.variant) if p)
@@ -702,6 +702,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.threads:
         torch.set_num_threads(args.threads)
+    if args.device == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda: torch sees no CUDA device on this machine; run on a GPU node, or use "
+                         "--device cpu (or auto)")
     device = torch.device("cuda" if args.device == "auto" and torch.cuda.is_available() else
                           "cpu" if args.device == "auto" else args.device)
     torch.manual_seed(0)
