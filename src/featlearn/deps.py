@@ -54,14 +54,29 @@ def _executed(body: list[ast.stmt]) -> list[ast.stmt]:
 TABLES = ("DISPATCH", "KINDS")
 
 
-def _table(tree: ast.Module) -> ast.expr | None:
-    """The value of a module-level ``DISPATCH`` or ``KINDS`` assignment, if the module has one."""
+def assigned(tree: ast.Module, names: tuple[str, ...]) -> ast.expr | None:
+    """The value of the first module-level assignment to one of ``names``, if the module has one."""
     for node in tree.body:
         target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign)
                                                                       else None)
-        if getattr(target, "id", None) in TABLES:
+        if getattr(target, "id", None) in names:
             return node.value
     return None
+
+
+def _table(tree: ast.Module) -> ast.expr | None:
+    """The value of a module-level ``DISPATCH`` or ``KINDS`` assignment, if the module has one."""
+    return assigned(tree, TABLES)
+
+
+def literal(module: str, name: str) -> object:
+    """The literal value a module assigns to ``name``, read without importing it (planning the DAG must stay free of
+    matplotlib, xarray and torch); a ValueError names the file when there is none."""
+    path = _entry_file(module)
+    value = assigned(ast.parse(path.read_text()), (name,))
+    if value is None:
+        raise ValueError(f"{path} defines no literal {name}")
+    return ast.literal_eval(value)
 
 
 @functools.cache

@@ -1,12 +1,10 @@
 # Tables derived from config.yaml (through each experiment kind's module), and the code each job depends on.
-import ast
 import re
 
 from featlearn import deps
 from featlearn import experiments as fx
 from featlearn import resources as fr
 
-SRC = "src/featlearn/"
 SCALE = config["scale"]
 # Each scale keeps its own data, runs, stores, claims, logs and benchmarks, so the scales coexist; figures/ holds the
 # configured scale's figures (switching back to a built scale redraws them from its stores, nothing retrains).
@@ -35,18 +33,9 @@ FIGURE_NUMBERS = {
 }
 
 
-def _module_tree(path):
-    return ast.parse(open(path).read())
-
-
 def figure_experiments(paper, n):
-    """The EXPERIMENTS literal of a figure module, read without importing it (matplotlib and
-    seaborn would add seconds to every DAG build)."""
-    for node in _module_tree(f"{SRC}figures/{paper}/fig{n}.py").body:
-        target = getattr(node, "target", None) or (node.targets[0] if hasattr(node, "targets") else None)
-        if getattr(target, "id", None) == "EXPERIMENTS":
-            return ast.literal_eval(node.value)
-    raise ValueError(f"{SRC}figures/{paper}/fig{n}.py defines no EXPERIMENTS tuple")
+    """The EXPERIMENTS a figure module reads (its stores), without importing the module."""
+    return deps.literal(f"featlearn.figures.{paper}.fig{n}", "EXPERIMENTS")
 
 
 FIGURE_STORES = {

@@ -10,13 +10,9 @@ PAPERS = list(FIGURE_NUMBERS)
 
 
 def claim_stores(paper):
-    """The STORES literal of a claims module, read without importing it (xarray would add a second to every DAG
-    build); only experiments config.yaml defines: the others' claims are reported as not measured."""
-    tree = ast.parse(open(f"{SRC}claims/{paper}.py").read())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and getattr(node.targets[0], "id", None) == "STORES":
-            return [e for e in ast.literal_eval(node.value) if e in EXPERIMENTS]
-    raise ValueError(f"{SRC}claims/{paper}.py defines no STORES tuple")
+    """The STORES a claims module reads, without importing it; only experiments config.yaml defines: the others'
+    claims are reported as not measured."""
+    return [e for e in deps.literal(f"featlearn.claims.{paper}", "STORES") if e in EXPERIMENTS]
 
 
 CLAIM_STORES = {paper: claim_stores(paper) for paper in PAPERS}
