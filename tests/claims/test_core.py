@@ -9,7 +9,7 @@ import pytest
 import xarray as xr
 
 from featlearn.claims import REGISTRY, core
-from featlearn.claims.core import FAILED, NOT_MEASURED, PASSED, Claim, Outcome
+from featlearn.claims.core import FAILED, NOT_MEASURED, OPEN, PASSED, QUICK_SCALE, STAND_IN, Claim, Diagnosis, Outcome
 
 SRC = Path(__file__).resolve().parents[2] / "src/featlearn/claims"
 
@@ -72,6 +72,48 @@ def test_json_round_trip_keeps_checks_counts_and_provenance():
     assert header["counts"] == {PASSED: 0, FAILED: 1, NOT_MEASURED: 0}
     assert header["stores"]["toy"]["scale"] == "quick"
     json.loads(text)  # strict JSON: no NaN
+
+
+SHORT = Diagnosis(QUICK_SCALE, "x needs more steps than the quick budget gives", "twice the steps")
+DIAGNOSED = Claim("figX.above", "X", "x is above one half.", "0.9", "mean x > 0.5", ("toy",), _above, SHORT)
+
+
+def test_a_failure_carries_its_diagnosis_where_the_cause_holds():
+    check = core.evaluate(DIAGNOSED, "toy", {"toy": _toy(0.1, scale="quick")})
+    assert check.status == FAILED and check.diagnosis == SHORT
+    assert check.diagnosis.text() == ("quick scale: x needs more steps than the quick budget gives "
+                                      "(tried: twice the steps)")
+
+
+def test_a_quick_scale_diagnosis_does_not_excuse_a_paper_scale_failure():
+    check = core.evaluate(DIAGNOSED, "toy", {"toy": _toy(0.1, scale="paper")})
+    assert check.diagnosis.cause == OPEN
+    assert "not yet diagnosed at scale paper" in check.diagnosis.why and "quick budget" in check.diagnosis.why
+
+
+def test_a_stand_in_diagnosis_applies_only_to_stand_in_data():
+    claim = Claim("figX.above", "X", "x", "", "", ("toy",), _above, Diagnosis(STAND_IN, "digits are not CIFAR"))
+    real = core.evaluate(claim, "toy", {"toy": _toy(0.1)})
+    standin = core.evaluate(claim, "toy", {"toy": _toy(0.1, source="CIFAR-10 stand-in: recoloured digits")})
+    assert real.diagnosis.cause == OPEN and standin.diagnosis.cause == STAND_IN
+
+
+def test_an_undiagnosed_failure_says_so_and_a_pass_has_no_diagnosis():
+    undiagnosed = core.evaluate(CLAIM, "toy", {"toy": _toy(0.1)})
+    assert undiagnosed.diagnosis == Diagnosis(OPEN, "not yet diagnosed at scale quick")
+    assert core.evaluate(DIAGNOSED, "toy", {"toy": _toy(0.9)}).diagnosis is None
+    assert core.evaluate(DIAGNOSED, "toy", {"toy": None}).diagnosis is None
+
+
+def test_a_diagnosis_names_a_known_cause():
+    with pytest.raises(ValueError, match="cause must be one of"):
+        Diagnosis("bad luck", "")
+
+
+def test_json_round_trip_keeps_the_diagnosis():
+    stores = {"toy": _toy(0.1)}
+    checks = core.evaluate_all([DIAGNOSED], "toy", stores)
+    assert core.from_json(core.to_json("toy", "quick", checks, stores))[1] == checks
 
 
 @pytest.mark.parametrize("paper", sorted(REGISTRY))

@@ -2,13 +2,15 @@
 
 import pytest
 
-from featlearn.claims.core import FAILED, NOT_MEASURED, PASSED, Check
+from featlearn.claims.core import CONSTRUCTION, FAILED, NOT_MEASURED, PASSED, Check, Diagnosis
 from featlearn.claims.report import BEGIN, END, html_page, markdown_table, update_readme
+
+WHY = Diagnosis(CONSTRUCTION, "the printed spike dominates", "x/d")
 
 
 def _check(status: str, measured: str = "0.5", note: str = "scale quick") -> Check:
     return Check("fig1.x", "alignment", "1", "ρ is high | really.", "0.93", "≥ 0.8", ("chain_fig1",), status,
-                 measured, 0.5, note)
+                 measured, 0.5, note, WHY if status == FAILED else None)
 
 
 PAPERS = {"alignment": ({"paper": "alignment", "scale": "quick",
@@ -23,7 +25,7 @@ def test_markdown_has_one_row_per_claim_with_verdicts_and_escaped_pipes():
     rows = [line for line in table.splitlines() if line.startswith("| alignment")]
     assert len(rows) == 3
     assert "ρ is high \\| really." in rows[0] and "✅ passed" in rows[0]
-    assert "0.12" in rows[1] and "❌ failed" in rows[1]
+    assert "0.12" in rows[1] and "❌ failed (paper's construction: the printed spike dominates (tried: x/d))" in rows[1]
     assert "not measured (store real_mlp not built)" in rows[2]
     assert table.startswith("Scale quick: alignment 1 passed, 1 failed, 1 not measured.")
 
@@ -31,6 +33,7 @@ def test_markdown_has_one_row_per_claim_with_verdicts_and_escaped_pipes():
 def test_html_page_shows_claims_and_provenance():
     page = html_page(PAPERS)
     assert page.count('<tr class="failed">') == 1 and "abcdef1234 (dirty)" in page and "not built" in page
+    assert "the printed spike dominates" in page
 
 
 def test_readme_block_is_replaced_and_the_rest_kept():

@@ -9,6 +9,11 @@ that does not hold is reported, never a broken build.
 Stores of several runs may share padded axes: a seed not run at this scale is all NaN, and a dataset trained for
 fewer epochs is NaN after its end. ``seed_mean`` skips the first, ``final`` (the last finite time point of each
 series) the second.
+
+A claim may carry a ``Diagnosis``: why it fails where it is known to, what was tried, and whether the cause is the
+small scale, stand-in data or the paper's own construction. A failed check carries the diagnosis that applies to the
+stores it was measured on (a quick-scale diagnosis does not excuse a paper-scale failure); a failure nobody has
+explained carries an "open" one saying so.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ import xarray as xr
 log = logging.getLogger(__name__)
 
 PASSED, FAILED, NOT_MEASURED = "passed", "failed", "not measured"
+QUICK_SCALE, STAND_IN, CONSTRUCTION, OPEN = "quick scale", "stand-in data", "paper's construction", "open"
+CAUSES = (QUICK_SCALE, STAND_IN, CONSTRUCTION, OPEN)
 PROVENANCE_ATTRS = ("scale", "data_source", "git_commit", "git_dirty", "created", "rule", "packages")
 
 
@@ -50,6 +57,27 @@ StoreCheck = Callable[..., Outcome]  # called with the claim's stores, in order
 
 
 @dataclass(frozen=True)
+class Diagnosis:
+    """Why a claim fails: the ``cause`` (one of CAUSES), the evidence in words, and the alternatives ``tried``.
+
+    A "quick scale" cause applies only below the paper scale, a "stand-in data" cause only to stores measured on a
+    stand-in; the paper's construction and open questions apply everywhere.
+    """
+
+    cause: str
+    why: str
+    tried: str = ""
+
+    def __post_init__(self) -> None:
+        if self.cause not in CAUSES:
+            raise ValueError(f"Diagnosis.cause must be one of {CAUSES} (got {self.cause!r})")
+
+    def text(self) -> str:
+        """'quick scale: why (tried: …)', for tables and reports."""
+        return f"{self.cause}: {self.why}" + (f" (tried: {self.tried})" if self.tried else "")
+
+
+@dataclass(frozen=True)
 class Claim:
     """One claim of a paper's checklist, as a check over named metric stores.
 
@@ -64,6 +92,7 @@ class Claim:
     criterion: str
     stores: tuple[str, ...]
     check: StoreCheck = field(repr=False, compare=False)
+    diagnosis: Diagnosis | None = None
 
 
 @dataclass(frozen=True)
@@ -81,6 +110,7 @@ class Check:
     measured: str
     value: float | None
     note: str
+    diagnosis: Diagnosis | None = None
 
 
 def values(da: xr.DataArray, what: str) -> np.ndarray:
@@ -166,18 +196,33 @@ def _context(stores: Sequence[xr.Dataset]) -> str:
     return f"scale {', '.join(scales)}" + ("; stand-in data" if standin else "")
 
 
+def diagnose(diagnosis: Diagnosis | None, stores: Sequence[xr.Dataset]) -> Diagnosis:
+    """The diagnosis of a failure on ``stores``: the claim's own where its cause holds there, else an open one."""
+    scales = {str(ds.attrs.get("scale", "?")) for ds in stores}
+    standin = any("stand-in" in str(ds.attrs.get("data_source", "")) for ds in stores)
+    holds = diagnosis is not None and (
+        (diagnosis.cause == QUICK_SCALE and "paper" not in scales)
+        or (diagnosis.cause == STAND_IN and standin)
+        or diagnosis.cause in (CONSTRUCTION, OPEN))
+    if holds:
+        return diagnosis
+    known = f"; the diagnosis recorded elsewhere does not apply here ({diagnosis.text()})" if diagnosis else ""
+    return Diagnosis(OPEN, f"not yet diagnosed at {_context(stores)}{known}")
+
+
 def evaluate(claim: Claim, paper: str, stores: Mapping[str, xr.Dataset | None]) -> Check:
     """Run one claim on the stores it names; a missing store, variable or coordinate is "not measured"."""
 
     def result(status: str, measured: str = "", value: float | None = None, note: str = "") -> Check:
+        diagnosis = diagnose(claim.diagnosis, inputs) if status == FAILED else None
         return Check(claim.id, paper, claim.figure, claim.statement, claim.paper_value, claim.criterion,
-                     claim.stores, status, measured, value, note)
+                     claim.stores, status, measured, value, note, diagnosis)
 
     missing = [name for name in claim.stores if stores.get(name) is None]
+    inputs = [stores[name] for name in claim.stores if name not in missing]
     if missing:
         return result(NOT_MEASURED, note=f"store {', '.join(missing)} not built: its experiment is not in "
                                          "config.yaml (figure not wired yet)")
-    inputs = [stores[name] for name in claim.stores]
     context = _context(inputs)
     try:
         outcome = claim.check(*inputs)
@@ -229,5 +274,7 @@ def to_json(paper: str, scale: str, checks: Sequence[Check], stores: Mapping[str
 def from_json(text: str) -> tuple[dict, list[Check]]:
     """A claims file back as (its header, its checks)."""
     doc = json.loads(text)
-    checks = [Check(**{**c, "stores": tuple(c["stores"])}) for c in doc.pop("checks")]
+    checks = [Check(**{**c, "stores": tuple(c["stores"]),
+                       "diagnosis": Diagnosis(**c["diagnosis"]) if c.get("diagnosis") else None})
+              for c in doc.pop("checks")]
     return doc, checks

@@ -33,16 +33,24 @@ def summary(papers: Mapping[str, Paper]) -> str:
 
 
 def markdown_table(papers: Mapping[str, Paper]) -> str:
-    """One row per claim: paper, figure, claim, paper value, measured, verdict (a failure's note in the verdict)."""
+    """One row per claim: paper, figure, claim, paper value, measured, verdict (with a failure's diagnosis and why a
+    claim was not measured)."""
     lines = [summary(papers), "",
              "| paper | fig | claim | paper value | check | measured | verdict |",
              "|---|---|---|---|---|---|---|"]
     for name, (_, checks) in papers.items():
         for c in checks:
-            verdict = VERDICT[c.status] + (f" ({c.note})" if c.status == NOT_MEASURED else "")
+            verdict = VERDICT[c.status] + _reason(c)
             lines.append("| " + " | ".join(_cell(x) for x in (name, c.figure, c.statement, c.paper_value or "—",
                                                               c.criterion, c.measured or "—", verdict)) + " |")
     return "\n".join(lines) + "\n"
+
+
+def _reason(c: Check) -> str:
+    """' (diagnosis)' of a failure, ' (note)' of a claim not measured, '' for a pass."""
+    if c.diagnosis is not None:
+        return f" ({c.diagnosis.text()})"
+    return f" ({c.note})" if c.status == NOT_MEASURED else ""
 
 
 def update_readme(text: str, table: str) -> str:
@@ -87,6 +95,7 @@ def _rows(checks: Sequence[Check]) -> str:
         cells = (c.figure, c.statement, c.paper_value or "—", c.criterion, c.measured or "—")
         out.append(f'<tr class="{c.status.replace(" ", "-")}">' + "".join(f"<td>{html.escape(x)}</td>" for x in cells)
                    + f'<td class="verdict">{html.escape(VERDICT[c.status])}</td>'
+                   + f"<td>{html.escape(c.diagnosis.text() if c.diagnosis else '')}</td>"
                    + f"<td>{html.escape(c.note)}</td><td><code>{html.escape(c.id)}</code></td></tr>")
     return "\n".join(out)
 
@@ -112,10 +121,11 @@ def html_page(papers: Mapping[str, Paper]) -> str:
         sections.append(
             f"<h2>{html.escape(name)}</h2>"
             "<table><tr><th>fig</th><th>claim</th><th>paper</th><th>check</th><th>measured</th><th>verdict</th>"
-            f"<th>note</th><th>id</th></tr>{_rows(checks)}</table>"
+            f"<th>diagnosis</th><th>note</th><th>id</th></tr>{_rows(checks)}</table>"
             f"<h3>{html.escape(name)}: metric stores</h3>{_provenance(header['stores'])}")
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>featlearn claims</title>"
             f"<style>{STYLE}</style></head><body><h1>Claims checked against the metric stores</h1>"
-            f"<p>{html.escape(summary(papers))} A failed claim is reported with its numbers and never stops the "
-            "build; the note gives the scale and any stand-in data it was measured on.</p>"
+            f"<p>{html.escape(summary(papers))} A failed claim is reported with its numbers and its diagnosis (the "
+            "cause: quick scale, stand-in data, the paper's own construction, or open) and never stops the build; the "
+            "note gives the scale and any stand-in data it was measured on.</p>"
             + "\n".join(sections) + "</body></html>\n")
