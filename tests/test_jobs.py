@@ -1,3 +1,4 @@
+import fcntl
 import logging
 import subprocess
 import sys
@@ -5,7 +6,7 @@ import sys
 import pytest
 import torch
 
-from featlearn.jobs import job_device
+from featlearn.jobs import JobRunning, job_device, start
 
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour where CUDA sees no device")
 
@@ -31,3 +32,19 @@ def test_an_uncaught_exception_is_written_to_the_jobs_log(tmp_path):
     assert proc.returncode != 0
     text = log.read_text()
     assert "job failed" in text and "Traceback" in text and "ValueError: the cause, named" in text
+
+
+def test_a_second_copy_of_a_running_job_stops_and_keeps_the_first_ones_log(tmp_path):
+    log = tmp_path / "train" / "run.log"
+    log.parent.mkdir()
+    log.write_text("the orphan's lines\n")
+    with open(log.with_name("run.log.lock"), "a+") as orphan:  # a live process holding the job's lock
+        orphan.write("pid 4242 on node7\n")
+        orphan.flush()
+        fcntl.flock(orphan, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        with pytest.raises(JobRunning, match=r"already running \(pid 4242 on node7\).*kill it, then rerun"):
+            start(str(log))
+    code = f"from featlearn.jobs import start\nstart({str(log)!r}).info('second attempt')\n"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)  # the lock is free once the orphan exits
+    text = log.read_text()
+    assert text.startswith("the orphan's lines\n") and "second attempt" in text

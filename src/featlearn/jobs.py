@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import atexit
+import fcntl
 import logging
 import os
 import socket
@@ -16,15 +17,25 @@ from featlearn.gpus import claim_gpu
 from featlearn.integrity import DIGEST_KEY, tensors_digest
 
 LOADED_MODULES = "featlearn modules loaded:"
+_held: list = []  # this process's job lock, open (and so held) until the process exits
+
+
+class JobRunning(RuntimeError):
+    """Another live process is already computing this job (an orphan of a killed Snakemake, say)."""
 
 
 def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logger:
     """Send this job's log to its rule's log file, pin torch to the job's threads and, for a job that asked
-    for a GPU (``resources: gpu``), pin it to a GPU no other job of this machine holds."""
+    for a GPU (``resources: gpu``), pin it to a GPU no other job of this machine holds.
+
+    The log is appended to, so an earlier attempt's lines stay, and the job holds a lock beside it: a second copy of
+    the job (Snakemake rerun while the first one, orphaned by a SIGKILL, still runs) stops at once instead of
+    training beside it and overwriting its files."""
     handlers: list[logging.Handler] = [logging.StreamHandler()]
     if log_path:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        handlers.append(logging.FileHandler(log_path, mode="w"))
+        _lock_job(Path(log_path))
+        handlers.append(logging.FileHandler(log_path, mode="a"))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", handlers=handlers, force=True)
     logging.getLogger("featlearn").setLevel(logging.INFO)
     torch.set_num_threads(max(1, threads))
@@ -42,6 +53,26 @@ def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logg
     sys.excepthook = _log_uncaught
     atexit.register(_log_loaded_modules)
     return log
+
+
+def _lock_job(log_path: Path) -> None:
+    """Hold an exclusive lock on ``<log>.lock`` for the life of this process (the kernel drops it when the process
+    dies, however it dies); JobRunning names the process that holds it."""
+    lock = log_path.with_name(log_path.name + ".lock")
+    handle = open(lock, "a+")  # stays open: closing it would release the lock
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip() or "an unknown process"
+        handle.close()
+        raise JobRunning(f"{log_path}: this job is already running ({holder}), probably left over from a killed "
+                         "snakemake; wait for it to finish or kill it, then rerun") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+    handle.flush()
+    _held.append(handle)
 
 
 def _log_loaded_modules() -> None:

@@ -95,7 +95,18 @@ def test_first_n_points_in_file_order(request, tmp_path):
     images, labels = real.load("cifar10", tmp_path, n=4)  # crosses from data_batch_1 into data_batch_2
     torch.testing.assert_close(images, _as_float(expected_images[:4]), rtol=0, atol=0)
     assert labels.tolist() == expected_labels[:4].tolist()
-    assert len(real.load("cifar10", tmp_path, n=10_000)[0]) == 15  # all when fewer exist, like GTSRB's 26,640
+    assert len(real.load("cifar10", tmp_path, n=10_000, at_most=True)[0]) == 15  # the default: like GTSRB's 26,640
+    assert len(real.load("cifar10", tmp_path)[0]) == 15
+    with pytest.raises(ValueError, match=r"CIFAR-10 \(train\) holds 15 images .* n = 10,000 asks for more"):
+        real.load("cifar10", tmp_path, n=10_000)
+
+
+def test_prepare_records_the_counts_it_loaded(request, tmp_path):
+    _files(request, "cifar10")
+    data = real.prepare("cifar10", tmp_path, n_train="all", n_test=10_000)
+    assert data["x_train"].shape[0] == 15
+    options = json.loads(data["preprocessing"])
+    assert (options["n_train"], options["n_test"]) == (15, len(data["y_test"]))
 
 
 def test_celeba_eyeglasses_subset_is_balanced_and_in_file_order(request, tmp_path):
@@ -279,7 +290,7 @@ def test_celeba_for_fig16_keeps_0_1_pixels_and_a_scalar_target(request, tmp_path
     data = real.prepare("celeba", tmp_path, n_test=0, standardize="none", targets="scalar")
     assert data["x_train"].shape == (6, 3, 64, 64) and 0 <= data["x_train"].min() and data["x_train"].max() <= 1
     assert data["y_train"].flatten().tolist() == [0, 1, 0, 0, 1, 1]
-    assert json.loads(data["preprocessing"])["n_train"] == 7_500  # the spec's 3,750 per class, all 3 here
+    assert json.loads(data["preprocessing"])["n_train"] == 6  # the spec's 3,750 per class asked, all 3 here
     assert data["source"] == "CelebA: real, via torchvision.datasets (6 train, balanced Eyeglasses subset)"
 
 

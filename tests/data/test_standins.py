@@ -17,7 +17,7 @@ def test_stand_in_tensors_match_the_real_preprocessed_data(name, request, tmp_pa
     if name not in ("mnist", "gtsrb"):
         request.getfixturevalue("skip_md5")  # tiny files cannot match the originals' MD5 sums (see conftest)
     request.getfixturevalue(f"{name}_files")
-    options = {"n_train": 200, "n_test": 0, "flatten": name != "celeba", "standardize": "channel"}
+    options = {"n_train": "all", "n_test": 0, "flatten": name != "celeba", "standardize": "channel"}
     got = real.prepare(name, tmp_path, **options)
     stand_in = real.prepare(name, tmp_path, offline=True, **options)
     for key in ("x_train", "y_train", "labels_train", "mean", "std"):
@@ -82,8 +82,10 @@ def test_mnist_is_mlxtends_real_digits_with_their_labels_and_test_digits_are_hel
     assert torch.cdist(test.flatten(1), train.flatten(1)).min() > 1  # no test digit is a training digit
 
 
-def test_n_is_capped_at_the_split_size_and_size_is_configurable():
-    images, _, source = standins.load("celeba", "test", n=10**6, size=32)
+def test_n_beyond_the_split_is_an_error_none_takes_all_and_size_is_configurable():
+    with pytest.raises(ValueError, match=r"holds 500 images .* n = 1,000,000 asks for more: lower it or use n: all"):
+        standins.load("celeba", "test", n=10**6)
+    images, _, source = standins.load("celeba", "test", size=32)
     assert images.shape == (500, 3, 32, 32)
     assert "3×32×32" in source
 

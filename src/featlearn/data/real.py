@@ -89,10 +89,16 @@ class DatasetMissingError(FileNotFoundError):
         super().__init__(f"{title} {problem}. Fix: {fix} (expected layout: {layout}).{note}")
 
 
+class TooFewImages(ValueError):
+    """A split holds fewer images than the configuration asks for."""
+
+
 def load(name: str, root: str | Path, split: str = "train", download: bool = False, n: int | None = None,
-         size: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+         size: int | None = None, at_most: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """The first ``n`` images of a split (all if None) as float (N, C, size, size) in [0, 1], and int64 labels (N,).
 
+    Asking for more than the split holds is an error, unless ``at_most`` (the spec's default count: "the first 50,000
+    points", all of GTSRB's 26,640).
     ``root`` is torchvision's root (the pipeline's ``data_dir``). ``size`` defaults to the spec's side: 28 for MNIST,
     32 for the rest (STL-10 96 → 32, GTSRB's varied sizes → 32), 64 for CelebA. CelebA returns a class-balanced subset
     of the Eyeglasses attribute instead: n/2 without and n/2 with glasses, the first of each in file order.
@@ -111,6 +117,9 @@ def load(name: str, root: str | Path, split: str = "train", download: bool = Fal
             labels = glasses[index]
             images = [ds[i][0] for i in index.tolist()]
         else:
+            if n is not None and n > len(ds) and not at_most:
+                raise TooFewImages(f"{DATASETS[name].title} ({split}) holds {len(ds):,} images under {root}; n = "
+                                   f"{n:,} asks for more: lower data.n / data.n_test or use n: all")
             pairs = [ds[i] for i in range(len(ds) if n is None else min(n, len(ds)))]
             images = [image for image, _ in pairs]
             labels = torch.tensor([label for _, label in pairs], dtype=torch.int64)
@@ -123,7 +132,7 @@ def _readable(name: str, root: Path) -> Iterator[None]:
     a pickle or .mat error, or PIL's) become a DatasetMissingError that names the folder and the fix."""
     try:
         yield
-    except DatasetMissingError:
+    except (DatasetMissingError, TooFewImages):
         raise
     except Exception as err:
         spec = DATASETS[name]
@@ -185,13 +194,15 @@ def prepare(name: str, data_dir: str | Path, *, download: bool = False, offline:
             sort_by_class: bool = False) -> dict[str, Any]:
     """Load (real data, or its offline stand-in with ``offline``) and preprocess.
 
-    ``n_train`` defaults to the spec's count (50,000; CelebA 7,500 = 3,750 per class); ``n_test=0`` skips the test
-    split. For CelebA's Fig 16 pass ``n_test=0, standardize="none", targets="scalar"``.
+    ``n_train`` defaults to the spec's count (50,000; CelebA 7,500 = 3,750 per class), ``"all"`` takes the whole
+    split, and asking for more than a split holds is an error; ``n_test=0`` skips the test split. ``preprocessing``
+    records the counts actually loaded. For CelebA's Fig 16 pass ``n_test=0, standardize="none", targets="scalar"``.
 
     Returns the tensors of ``preprocess`` plus ``name``, ``source`` (for store attributes and figure footers) and
     ``preprocessing`` (the options as JSON). Missing files raise DatasetMissingError before any loading.
     """
-    n_train = _spec(name, "train").n_train if n_train is None else n_train
+    default = n_train is None
+    n_train = _spec(name, "train").n_train if default else None if n_train == "all" else n_train
     splits = ["train", "test"] if n_test != 0 else ["train"]
     if offline:
         loaded = {s: standins.load(name, s, seed, n, size) for s, n in zip(splits, (n_train, n_test))}
@@ -201,13 +212,14 @@ def prepare(name: str, data_dir: str | Path, *, download: bool = False, offline:
         if not download:
             for split in splits:
                 check(name, data_dir, split)
-        pairs = {s: load(name, data_dir, s, download, n, size) for s, n in zip(splits, (n_train, n_test))}
+        pairs = {s: load(name, data_dir, s, download, n, size, at_most=default or s == "test")
+                 for s, n in zip(splits, (n_train, n_test))}
         counts = " / ".join(f"{len(y):,} {s}" for s, (_, y) in pairs.items())
         subset = ", balanced Eyeglasses subset" if name == "celeba" else ""
         source = f"{DATASETS[name].title}: real, via torchvision.datasets ({counts}{subset})"
     options = {"standardize": standardize, "targets": targets, "flatten": flatten, "sort_by_class": sort_by_class,
-               "size": size or DATASETS[name].size, "n_train": n_train, "n_test": n_test, "offline": offline,
-               "seed": seed}
+               "size": size or DATASETS[name].size, "n_train": len(pairs["train"][1]),
+               "n_test": len(pairs["test"][1]) if "test" in pairs else 0, "offline": offline, "seed": seed}
     data = preprocess(pairs["train"], pairs.get("test"), DATASETS[name].classes, standardize=standardize,
                       targets=targets, flatten=flatten, sort_by_class=sort_by_class)
     return data | {"name": name, "source": source, "preprocessing": json.dumps(options, sort_keys=True)}

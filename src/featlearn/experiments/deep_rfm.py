@@ -12,6 +12,8 @@ import logging
 import zlib
 from typing import Any
 
+from featlearn.data import offline_size_errors
+
 log = logging.getLogger(__name__)
 
 
@@ -35,9 +37,10 @@ def entries(unit: dict) -> list[tuple[str, str]]:
 
 
 def check(exp: dict, where: str) -> list[str]:
+    problems = offline_size_errors(data_block(exp, exp["data"]["datasets"][0]), where)
     if max(exp["gram"]["layers"]) > exp["model"]["depth"]:
-        return [f"{where}.gram.layers go past model.depth ({exp['model']['depth']})"]
-    return []
+        problems.append(f"{where}.gram.layers go past model.depth ({exp['model']['depth']})")
+    return problems
 
 
 def measure(unit: dict, data: list[dict], run: None, device: Any) -> Any:

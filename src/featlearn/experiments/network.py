@@ -8,6 +8,7 @@ files). The same run spec holds everything a job needs.
 
 from __future__ import annotations
 
+from featlearn.data import offline_size_errors
 from featlearn.experiments.training import combine, datasets, entries, following_errors, measure, units
 
 __all__ = ["ARCH_FAMILY", "ARCH_KEYS", "check", "combine", "datasets", "entries", "measure", "units"]
@@ -44,6 +45,9 @@ def check(exp: dict, where: str) -> list[str]:
     if arch == "mlp" and len(model.get("init_scales", [])) != len(model.get("widths", [])):
         problems.append(f"{where}.model.init_scales needs one scale per hidden layer ({len(model.get('widths', []))})")
     problems += following_errors(exp, where)
+    images = [d for d in sweep.get("dataset", [exp["data"]["dataset"]]) if d != "shakespeare_char"]
+    if images:  # every offline image dataset draws on the same digits
+        problems += offline_size_errors({**exp["data"], "dataset": images[0]}, where)
     if "slo" in sweep.get("optimizer", [train["optimizer"]]) and "slo" not in train:
         problems.append(f"{where}.train.slo is required when optimizer slo is used")
     return problems
