@@ -2,6 +2,7 @@
 # data -> train -> metrics -> figures -> claims/report; see README.md and ../shared/DESIGN.md.
 from featlearn import config as fc
 from featlearn import experiments as fx
+from featlearn.gpus import gpu_count
 
 
 fc.check_yaml("config.yaml")
@@ -43,3 +44,9 @@ rule collapse:
 rule tangent:
     input:
         [f for f in ALL_FIGURES if f.startswith("figures/tangent/")],
+
+
+# Once the plan is made and before any job runs (never in a dry run): `device: cuda` needs a GPU here unless a cluster
+# executor sends the jobs elsewhere.
+onstart:
+    fc.check_device(config["device"], workflow.local_exec, gpu_count)

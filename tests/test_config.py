@@ -160,6 +160,14 @@ def test_n_all_takes_the_whole_split():
     fx.validate(cfg, SCHEMA)
 
 
+def test_cuda_without_a_gpu_stops_only_where_jobs_would_compute():
+    with pytest.raises(fc.ConfigError, match="device is 'cuda' but this machine has no GPU.*set device: auto or cpu"):
+        fc.check_device("cuda", True, lambda: 0)
+    fc.check_device("cuda", False, lambda: 0)  # a cluster executor's login node
+    fc.check_device("cuda", True, lambda: 1)
+    fc.check_device("auto", True, lambda: 0)
+
+
 def test_data_dir_must_be_a_folder(tmp_path):
     (tmp_path / "datasets.tar").write_text("")
     message = _invalid(lambda c: c.update(data_dir=str(tmp_path / "datasets.tar")))

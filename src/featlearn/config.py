@@ -134,6 +134,20 @@ def check_output_dirs(*dirs: str | Path) -> None:
                               "fix its permissions or run from a writable checkout")
 
 
+def check_device(device: str, computes_here: bool, gpus: Callable[[], int]) -> None:
+    """Raise a ConfigError for ``device: cuda`` when the jobs would compute on this machine and it has no GPU.
+
+    ``computes_here`` is false for cluster executors (the login node needs no GPU); ``gpus`` counts this machine's
+    GPUs (``featlearn.gpus.gpu_count``, without initializing CUDA). The Snakefile calls it from ``onstart``, which
+    a dry run skips.
+    """
+    if device == "cuda" and computes_here and gpus() == 0:
+        visible = os.environ.get("CUDA_VISIBLE_DEVICES", "unset")
+        raise ConfigError(f"config.yaml: device is 'cuda' but this machine has no GPU (nvidia-smi lists none; "
+                          f"CUDA_VISIBLE_DEVICES={visible}); set device: auto or cpu, or run on a GPU machine or "
+                          "through a cluster profile (--workflow-profile workflow/profiles/slurm)")
+
+
 def validate(config: dict, schema_path: str | Path, semantic: Callable[[dict, str], list[str]]) -> None:
     """Check ``config`` against the schema and each experiment against ``semantic`` (its kind's cross-field rules,
     ``featlearn.experiments.check``), at every scale, before any job runs.

@@ -15,6 +15,7 @@ import pytest
 import torch
 import yaml
 
+from featlearn.gpus import gpu_count
 from featlearn.store import read_store
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
@@ -108,6 +109,16 @@ CASES = [
     ("dataset folder with the wrong files", _mnist_with_wrong_files, (MNIST_CACHE,), "paper",
      [r"MNIST files in data/MNIST/raw could not be read", r"not the original files"], [MNIST_CACHE]),
 ]
+
+
+@pytest.mark.skipif(gpu_count() > 0, reason="checks a machine without a GPU")
+def test_cuda_on_a_machine_without_a_gpu_stops_before_any_job_but_a_dry_run_plans(tmp_path, copy_repo):
+    repo = copy_repo(tmp_path)
+    _edit_config(repo, lambda c: c.update(device="cuda"))
+    assert _run(repo, "figures/tangent/fig2.pdf", "-n").returncode == 0  # planning for a GPU machine is fine
+    proc = _run(repo, "figures/tangent/fig2.pdf")
+    assert proc.returncode != 0 and "device is 'cuda' but this machine has no GPU" in proc.stdout + proc.stderr
+    assert not (repo / "results/smoke/logs").exists() and not (repo / "figures/tangent").exists()
 
 
 @pytest.mark.parametrize("case,breaks,targets,scale,messages,absent", CASES, ids=[c[0] for c in CASES])
