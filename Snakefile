@@ -5,7 +5,7 @@ from featlearn import experiments as fx
 from featlearn.gpus import gpu_count
 
 
-fc.check_yaml("config.yaml")
+fc.check_yaml("config.yaml", workflow.basedir)
 
 
 configfile: "config.yaml"

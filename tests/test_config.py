@@ -111,7 +111,13 @@ def test_yaml_syntax_error_names_line_and_column(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text("scale: quick\nexperiments:\n  a: {kind: training\n  b: 1\n")
     with pytest.raises(fc.ConfigError, match=r"config.yaml is not valid YAML: .* at line \d+, column \d+ \(.*line 3"):
-        fc.check_yaml(path)
+        fc.check_yaml(path, tmp_path)
+
+
+def test_running_from_a_subfolder_names_the_folder_to_run_from(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(fc.ConfigError, match=r"no config.yaml in .*: run snakemake from the repository root, `cd /"):
+        fc.check_yaml("config.yaml", tmp_path / "sub/..")
 
 
 def test_output_folder_that_is_a_file_is_named(tmp_path):
@@ -132,7 +138,7 @@ def test_a_duplicated_key_names_both_lines(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text("scale: smoke\nexperiments:\n  a:\n    train: {steps: 20}\n    model: {}\n    train: {lr: 1}\n")
     with pytest.raises(fc.ConfigError, match=r"key 'train' appears twice in one mapping \(lines 4 and 6\)"):
-        fc.check_yaml(path)
+        fc.check_yaml(path, tmp_path)
 
 
 def test_an_exponent_yaml_reads_as_text_gets_the_spelling_that_works():

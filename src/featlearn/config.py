@@ -100,12 +100,17 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def check_yaml(path: str | Path) -> None:
+def check_yaml(path: str | Path, root: str | Path) -> None:
     """Parse ``path`` as YAML and raise a ConfigError naming the line and column of a syntax error, or both lines of a
-    duplicated key.
+    duplicated key; a missing file names the repository ``root`` to run from (``snakemake -s ../Snakefile`` from a
+    subfolder looks for ``path`` in the subfolder).
 
     Snakemake's own message for a broken config file says neither where nor what, and it accepts duplicate keys.
     """
+    if not Path(path).is_file():
+        root = Path(root).resolve()
+        raise ConfigError(f"no {path} in {Path.cwd()}: run snakemake from the repository root, `cd {root}` "
+                          f"(or `snakemake --directory {root}`)")
     try:
         loader = _UniqueKeyLoader(Path(path).read_text())
         loader.path = str(path)
