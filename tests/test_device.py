@@ -15,7 +15,7 @@ import torch
 from featlearn.metrics import nfa
 from featlearn.metrics import tangent as tg
 from featlearn.metrics.attention_nfa import attention_feature_covariances
-from featlearn.metrics.collapse_measure import _head_inputs, agop_and_sqrt, preactivation_agop
+from featlearn.metrics.collapse_measure import _head_inputs, agop_and_sqrt, preactivation_jacobians
 from featlearn.metrics.conv_nfa import conv_feature_covariances
 from featlearn.metrics.jacobians import layer_jacobians
 from featlearn.models.collapse_nets import CollapseNet, init_collapse_net
@@ -64,7 +64,7 @@ def test_collapse_head_agop():
     x = torch.empty(6, 12, device=META)
     hs = _head_inputs(model, x, batch_size=4)
     _on_meta(hs)
-    k = preactivation_agop(model, 1, hs[0])
+    k = nfa.ptk_feature_covariance(preactivation_jacobians(model, 1, hs[0]))
     _on_meta(list(agop_and_sqrt(model.head[0].weight, k)))
 
 

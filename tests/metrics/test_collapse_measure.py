@@ -9,9 +9,9 @@ from featlearn.metrics.collapse_measure import (
     agop_and_sqrt,
     collapse_run_dataset,
     measure_collapse,
-    preactivation_agop,
+    preactivation_jacobians,
 )
-from featlearn.metrics.nfa import psd_sqrt
+from featlearn.metrics.nfa import psd_sqrt, ptk_feature_covariance
 from featlearn.models.collapse_nets import CollapseNet, init_collapse_net
 from featlearn.store import check_attributes, epoch_axis
 
@@ -41,7 +41,8 @@ def test_agop_is_the_per_sample_autograd_agop():
     x, _ = _data()
     hs = model.head_inputs(x)
     for layer in (1, 3):
-        agop, root = agop_and_sqrt(model.head[layer - 1].weight, preactivation_agop(model, layer, hs[layer - 1]))
+        k = ptk_feature_covariance(preactivation_jacobians(model, layer, hs[layer - 1]))
+        agop, root = agop_and_sqrt(model.head[layer - 1].weight, k)
         expected = _loop_agop(model, layer, hs[layer - 1])
         torch.testing.assert_close(agop, expected)
         torch.testing.assert_close(root, psd_sqrt(expected))

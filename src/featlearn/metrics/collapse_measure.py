@@ -39,8 +39,9 @@ LONG_NAMES = {
 }
 
 
-def preactivation_agop(model: CollapseNet, layer: int, h: torch.Tensor) -> torch.Tensor:
-    """K_l = (1/n) Σ_i A_iᵀA_i with A_i = ∂f(x_i)/∂z^l at the pre-activation z^l = W_l h^l, float64 (m, m).
+def preactivation_jacobians(model: CollapseNet, layer: int, h: torch.Tensor) -> torch.Tensor:
+    """A[i, c, :] = ∂f_c(x_i)/∂z^l at the pre-activation z^l = W_l h^l, float64 (n, C, m): the collapse head's
+    counterpart of ``metrics.jacobians.layer_jacobians``.
 
     Samples do not interact in the head, so one backward pass per output c of Σ_i f_c(x_i) gives row c of every A_i:
     C backward passes in all, for h = h^l (n, d_l).
@@ -49,8 +50,7 @@ def preactivation_agop(model: CollapseNet, layer: int, h: torch.Tensor) -> torch
     out = model.head_from(layer + 1, torch.relu(z))
     rows = [torch.autograd.grad(out[:, c].sum(), z, retain_graph=c < out.shape[1] - 1)[0]
             for c in range(out.shape[1])]
-    jac = torch.cat(rows).to(torch.float64)
-    return jac.T @ jac / len(h)
+    return torch.stack(rows, dim=1).to(torch.float64)
 
 
 def agop_and_sqrt(w: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -61,7 +61,7 @@ def agop_and_sqrt(w: torch.Tensor, k: torch.Tensor) -> tuple[torch.Tensor, torch
     d_l = 3072 on the 2-core CPU; MLP on CIFAR/SVHN, VGG head layer 1).
     """
     w = w.to(torch.float64)
-    agop = w.T @ k @ w
+    agop = nfa.agop(w, k)
     if w.shape[1] <= w.shape[0]:  # d_l ≤ m: the plain eigh is the cheaper root (0.07 s against 0.3 s at 512)
         return agop, nfa.psd_sqrt(agop)
     _, s, vh = torch.linalg.svd(nfa.psd_sqrt(k) @ w, full_matrices=False)
@@ -93,7 +93,8 @@ def measure_collapse(model: CollapseNet, x: torch.Tensor, labels: torch.Tensor, 
             stages = svd_stage_nc1(w, hs[layer - 1], labels)
             nc1.append([stages[s] for s in STAGES])
             phi.append(right_singular_fraction(stages))
-            agop, root = agop_and_sqrt(w, preactivation_agop(model, layer, hs[layer - 1][subset]))
+            k = nfa.ptk_feature_covariance(preactivation_jacobians(model, layer, hs[layer - 1][subset]))
+            agop, root = agop_and_sqrt(w, k)
             # nfa_correlation(w, agop) would redo the root by a d×d eigh; same Pearson ρ, precomputed root
             nfm = nfa.nfm(w.to(torch.float64))
             nfa_sqrt.append(nfa.correlation(nfm, root, "pearson"))
