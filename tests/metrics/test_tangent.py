@@ -209,15 +209,6 @@ def test_group_low_rank_penalty_is_spectral_and_sums_over_layers():
     assert tg.group_low_rank_penalty([rot_u @ b @ rot_v.T, last], pairs) == pytest.approx(expected, rel=1e-9)
 
 
-def test_penalties_store_schema():
-    ds = tg.penalties_store({"v": {"start": 0, "stop": 5, "num": 30}, "s": {"start": 1, "stop": 6, "num": 20}})
-    assert dict(ds.sizes) == {"penalty": 3, "v": 30, "s": 20}
-    check_attributes(ds)
-    closed = ds.omega_tilde_closed.sel(penalty=["w1", "w2"])
-    np.testing.assert_allclose(ds.omega_tilde.sel(penalty=["w1", "w2"]), closed, atol=1e-9)
-    np.testing.assert_allclose(ds.omega, ds.omega_closed, atol=1e-9)
-
-
 # --- the MNIST 2-vs-3 experiment at smoke scale ---
 
 SMOKE = {

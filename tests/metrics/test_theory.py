@@ -5,21 +5,18 @@ from __future__ import annotations
 import pytest
 import torch
 
-from featlearn.data.synthetic import alignment_reversing, regression_task
+from featlearn.data.synthetic import alignment_reversing
 from featlearn.metrics.jacobians import layer_jacobians
 from featlearn.metrics.nfa import ptk_matrix
 from featlearn.metrics.theory import (
     data_traces,
-    draw_layer0_ptks,
     first_order_prediction,
-    first_order_store,
     free_den1,
     free_den2,
     free_numerator,
     free_probability_prediction,
     quadratic_net_ptk,
     r_moments,
-    reversing_store,
     sample_quadratic_net,
     second_derivative_correlation,
 )
@@ -207,60 +204,3 @@ def test_second_derivative_correlation_is_one_for_a_projector_ptk():
     assert second_derivative_correlation(x, y, 3.0 * q @ q.T) == pytest.approx(1.0, abs=1e-12)
     spread = q @ torch.diag(torch.arange(1.0, 6.0, dtype=F64)) @ q.T
     assert second_derivative_correlation(x, y, spread) < 0.999
-
-
-def test_reversing_store_uses_one_fixed_net():
-    cfg = {
-        "n": 16,
-        "d": 16,
-        "k": 16,
-        "gammas": [0.25, 1.0],
-        "data_seeds": 2,
-        "r_seeds": 3,
-        "net_seed": 5,
-        "den2": "corrected",
-        "eps1": 0.5,
-        "eps2": 0.01,
-        "x_scale": None,
-    }
-    datasets = {(g, s): alignment_reversing(16, 16, g, s) for g in cfg["gammas"] for s in range(2)}
-    store = reversing_store(cfg, datasets)
-    assert store["rho_observed"].dims == ("gamma", "data_seed")
-    assert store["rho_predicted"].attrs["long_name"] and store["rho_observed"].attrs["long_name"]
-    assert store.attrs["x_scale_used"] == pytest.approx(0.25)
-    w, a = sample_quadratic_net(16, 16, torch.Generator().manual_seed(5))
-    x, y = datasets[(0.25, 1)]["x"], datasets[(0.25, 1)]["y"]
-    expected = second_derivative_correlation(x, y, quadratic_net_ptk(x, w, a))
-    assert float(store["rho_observed"].sel(gamma=0.25, data_seed=1)) == pytest.approx(expected, rel=1e-12)
-    with pytest.raises(KeyError, match="gamma"):
-        reversing_store(cfg, {k: v for k, v in datasets.items() if k != (1.0, 0)})
-
-
-def test_first_order_store_shares_nets_across_datasets():
-    cfg = {
-        "n": 12,
-        "d": 8,
-        "widths": [8, 16],
-        "alphas": [0.0, 2.0],
-        "activations": ["quadratic", "relu"],
-        "tasks": ["chain_monomial", "high_rank_quadratic"],
-        "r": 3,
-        "mc_inits": 3,
-        "observed_nets": 2,
-        "seed": 9,
-    }
-    datasets = {
-        (t, al): regression_task(t, 12, 0, 8, al, seed=1, r=3) for t in cfg["tasks"] for al in cfg["alphas"]
-    }
-    store = first_order_store(cfg, datasets)
-    assert store["rho_observed"].dims == ("activation", "task", "width", "alpha", "net")
-    assert store["rho_predicted"].dims == ("activation", "task", "width", "alpha")
-    # The same value as drawing the nets for this one dataset alone: reuse changes nothing.
-    x, y = datasets[("high_rank_quadratic", 2.0)]["x"], datasets[("high_rank_quadratic", 2.0)]["y"]
-    ptks = draw_layer0_ptks(x[None], 16, "relu", 5, torch.Generator().manual_seed(9))[:, 0]
-    sel = {"activation": "relu", "task": "high_rank_quadratic", "width": 16, "alpha": 2.0}
-    assert float(store["rho_predicted"].sel(sel)) == pytest.approx(
-        first_order_prediction(x, y, ptks[:3]), rel=1e-10
-    )
-    observed = second_derivative_correlation(x, y, ptks[4])
-    assert float(store["rho_observed"].sel(sel).sel(net=1)) == pytest.approx(observed, rel=1e-10)

@@ -20,7 +20,6 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 import torch
-import xarray as xr
 from torch import nn
 from torch.func import functional_call
 
@@ -323,41 +322,3 @@ def group_low_rank_penalty(blocks: Sequence[np.ndarray], omegas: Sequence[tuple[
         raise ValueError(f"group_low_rank_penalty: {len(blocks)} blocks B_ℓ but {len(omegas)} penalty pairs")
     return sum(spectral_effective_penalty(b, lambda z, w=w: joint_penalty(w[0], w[1], z))
                for b, w in zip(blocks, omegas))
-
-
-PENALTIES = {
-    "w1": ("ω₁(s) = (s−1)²", omega_quadratic),
-    "w2": ("ω₂(s) = |s−1|", omega_abs),
-    "w3": ("ω₃ = ω₁⊕ω₂", lambda s: joint_penalty(omega_quadratic, omega_abs, s)),
-}
-CLOSED_EFFECTIVE = {"w1": effective_quadratic_closed, "w2": effective_abs_closed}
-
-
-def penalties_store(cfg: dict) -> xr.Dataset:
-    """Fig 2: ω̃_k(v) on the ``v`` grid and ω_k(s) on the ``s`` grid for k = 1, 2, 3 (numerical, Eqs. 11–12),
-    with the closed forms of ω̃1, ω̃2 and ω3 alongside (NaN where none exists)."""
-    v = np.linspace(cfg["v"]["start"], cfg["v"]["stop"], cfg["v"]["num"])
-    s = np.linspace(cfg["s"]["start"], cfg["s"]["stop"], cfg["s"]["num"])
-    names = list(PENALTIES)
-    tilde = np.stack([effective_penalty(PENALTIES[k][1], v) for k in names])
-    closed = np.stack([CLOSED_EFFECTIVE[k](v) if k in CLOSED_EFFECTIVE else np.full_like(v, np.nan) for k in names])
-    omega = np.stack([PENALTIES[k][1](s) for k in names])
-    omega_closed = np.stack([omega[0], omega[1], joint_quadratic_abs_closed(s)])
-    return xr.Dataset(
-        {
-            "omega_tilde": (("penalty", "v"), tilde, {"long_name": "effective penalty ω̃(v) = min_{z≥1} ω(z) + v²/z² "
-                                                                   "(Eq. 12), grid + golden section", "units": "1"}),
-            "omega_tilde_closed": (("penalty", "v"), closed, {"long_name": "closed form of ω̃ (NaN: none)",
-                                                              "units": "1"}),
-            "omega": (("penalty", "s"), omega, {"long_name": "penalty ω(s); ω₃ = ω₁⊕ω₂ numerically (Eq. 11)",
-                                                "units": "1"}),
-            "omega_closed": (("penalty", "s"), omega_closed, {"long_name": "closed form of ω(s)", "units": "1"}),
-        },
-        coords={
-            "penalty": ("penalty", names, {"long_name": "penalty ω_k"}),
-            "v": ("v", v, {"long_name": "v", "units": "1"}),
-            "s": ("s", s, {"long_name": "s ≥ 1", "units": "1"}),
-            "penalty_label": ("penalty", [PENALTIES[k][0] for k in names], {"long_name": "penalty ω_k, written out"}),
-        },
-        attrs={"data_source": "no data (penalty functions)"},
-    )

@@ -16,7 +16,6 @@ import math
 from dataclasses import dataclass
 
 import torch
-import xarray as xr
 
 from featlearn.metrics.jacobians import layer_jacobians
 from featlearn.metrics.nfa import correlation
@@ -195,123 +194,9 @@ def draw_layer0_ptks(
     )
 
 
-# The conventions every theory store records (the pipeline adds config and provenance).
+# The conventions every theory store records (experiments.reversing, experiments.first_order; the pipeline adds
+# config and provenance).
 CONVENTION_ATTRS = {
     "correlation": "cosine",
     "loss_derivative": "Y = diag(y): zero output by subtracting a copy",
 }
-
-
-def reversing_store(cfg: dict, datasets: dict[tuple[float, int], dict]) -> xr.Dataset:
-    """Fig 3: observed ρ_2nd and free-probability ρ_pred on the alignment-reversing data.
-
-    ``datasets[(gamma, data_seed)]`` holds float64 ``x`` (n, d) and ``y`` (n,). The observed value
-    uses one quadratic net for every dataset (the first draw from ``net_seed``); the prediction
-    uses R-moments averaged over the next ``r_seeds`` draws of the same generator, so the two
-    are decoupled (App. J).
-    """
-    gammas, seeds = list(cfg["gammas"]), list(range(cfg["data_seeds"]))
-    missing = [(g, s) for g in gammas for s in seeds if (g, s) not in datasets]
-    if missing:
-        raise KeyError(
-            f"reversing_store: no dataset for (gamma, data_seed) {missing[:3]} ({len(missing)} missing)"
-        )
-    gen = torch.Generator().manual_seed(cfg["net_seed"])
-    w, a = sample_quadratic_net(cfg["d"], cfg["k"], gen)
-    moments = torch.stack(
-        [r_moments(*sample_quadratic_net(cfg["d"], cfg["k"], gen)) for _ in range(cfg["r_seeds"])]
-    )
-    r_mean = moments.mean(dim=0)
-    observed = torch.empty(len(gammas), len(seeds), dtype=F64)
-    predicted = torch.empty_like(observed)
-    for i, g in enumerate(gammas):
-        for j, s in enumerate(seeds):
-            x, y = datasets[(g, s)]["x"], datasets[(g, s)]["y"]
-            observed[i, j] = second_derivative_correlation(x, y, quadratic_net_ptk(x, w, a))
-            predicted[i, j] = free_probability_prediction(x, y, r_mean, cfg["den2"])
-    dims = ("gamma", "data_seed")
-    x_scale = cfg["x_scale"] if cfg["x_scale"] is not None else 1 / math.sqrt(cfg["d"])
-    return xr.Dataset(
-        {
-            "rho_observed": (
-                dims, observed.numpy(), {"long_name": "observed ρ_2nd (Eq. 7), one fixed net", "units": "1"}
-            ),
-            "rho_predicted": (
-                dims,
-                predicted.numpy(),
-                {"long_name": f"free-probability prediction (Eqs. 20, 22, 28; Den2 {cfg['den2']})", "units": "1"},
-            ),
-            "r_moments": (
-                ("power",),
-                r_mean.numpy(),
-                {"long_name": "τ(Rᵖ), R = Wᵀdiag(a²)W, mean over r_seeds nets", "units": "1"},
-            ),
-        },
-        coords={
-            "gamma": ("gamma", gammas, {"long_name": "γ of the alignment-reversing data (App. G)", "units": "1"}),
-            "data_seed": ("data_seed", seeds, {"long_name": "seed of the data draw", "units": "1"}),
-            "power": ("power", [1, 2, 3, 4], {"long_name": "moment order p of τ(Rᵖ)", "units": "1"}),
-        },
-        attrs={**CONVENTION_ATTRS, "x_scale_used": x_scale},
-    )
-
-
-def first_order_store(cfg: dict, datasets: dict[tuple[str, float], dict]) -> xr.Dataset:
-    """Fig 7: observed ρ_2nd vs first-order prediction at layer 0 of 2-hidden-layer MLPs.
-
-    ``datasets[(task, alpha)]`` holds float64 ``x`` (n, d) and ``y`` (n,). For each (activation,
-    width) one generator seeded with ``seed`` draws ``mc_inits`` nets for E[𝒦], E[𝒦²] and then
-    ``observed_nets`` further nets; every net is reused on all datasets, and datasets sharing
-    the same inputs (tasks at one α) share their PTKs.
-    """
-    acts, tasks, widths, alphas = cfg["activations"], cfg["tasks"], cfg["widths"], cfg["alphas"]
-    missing = [(t, al) for t in tasks for al in alphas if (t, al) not in datasets]
-    if missing:
-        raise KeyError(
-            f"first_order_store: no dataset for (task, alpha) {missing[:3]} ({len(missing)} missing)"
-        )
-    inputs: list[torch.Tensor] = []
-    input_of: dict[tuple[str, float], int] = {}
-    for key in [(t, al) for t in tasks for al in alphas]:
-        x = datasets[key]["x"].to(F64)
-        input_of[key] = next((i for i, seen in enumerate(inputs) if torch.equal(seen, x)), len(inputs))
-        if input_of[key] == len(inputs):
-            inputs.append(x)
-    xs = torch.stack(inputs)
-    mc, n_obs = cfg["mc_inits"], cfg["observed_nets"]
-    observed = torch.empty(len(acts), len(tasks), len(widths), len(alphas), n_obs, dtype=F64)
-    predicted = torch.empty(len(acts), len(tasks), len(widths), len(alphas), dtype=F64)
-    for ia, act in enumerate(acts):
-        for iw, width in enumerate(widths):
-            ptks = draw_layer0_ptks(xs, width, act, mc + n_obs, torch.Generator().manual_seed(cfg["seed"]))
-            for it, task in enumerate(tasks):
-                for il, alpha in enumerate(alphas):
-                    g = input_of[(task, alpha)]
-                    x, y = datasets[(task, alpha)]["x"], datasets[(task, alpha)]["y"]
-                    predicted[ia, it, iw, il] = first_order_prediction(x, y, ptks[:mc, g])
-                    for j in range(n_obs):
-                        observed[ia, it, iw, il, j] = second_derivative_correlation(x, y, ptks[mc + j, g])
-    dims = ("activation", "task", "width", "alpha")
-    return xr.Dataset(
-        {
-            "rho_observed": (
-                (*dims, "net"),
-                observed.numpy(),
-                {"long_name": "observed ρ_2nd (Eq. 7) at layer 0, one value per net", "units": "1"},
-            ),
-            "rho_predicted": (
-                dims,
-                predicted.numpy(),
-                {"long_name": f"first-order prediction ρ(XᵀYE[𝒦]YX, XᵀYE[𝒦²]YX), {mc} Monte-Carlo nets",
-                 "units": "1"},
-            ),
-        },
-        coords={
-            "activation": ("activation", acts, {"long_name": "activation of the hidden layers"}),
-            "task": ("task", tasks, {"long_name": "target function of the data"}),
-            "width": ("width", widths, {"long_name": "hidden-layer width", "units": "1"}),
-            "alpha": ("alpha", alphas, {"long_name": "input spectrum decay α: λ_k ∝ 1/(1+k^α)", "units": "1"}),
-            "net": ("net", list(range(n_obs)), {"long_name": "observed net (independent init draw)", "units": "1"}),
-        },
-        attrs={**CONVENTION_ATTRS, "init": "2 hidden layers, PyTorch default (scale 1), float64"},
-    )
