@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 
 import numpy as np
 import pytest
@@ -141,8 +142,9 @@ VARIANTS = {
 
 
 def texts(fig: Figure) -> str:
-    """Every piece of text on the figure, subfigures and legends included."""
-    return "\n".join(t.get_text() for t in fig.findobj(Text))
+    """Every piece of text on the figure, subfigures and legends included, with every run of whitespace (a line
+    break of a label, or one the builder made to wrap a title) read as one space."""
+    return " ".join(" ".join(t.get_text().split()) for t in fig.findobj(Text))
 
 
 def draw(n: int, variant: str) -> Figure:
@@ -152,27 +154,29 @@ def draw(n: int, variant: str) -> Figure:
 
 @pytest.mark.parametrize("variant", VARIANTS)
 @pytest.mark.parametrize("n", [2, 13, 14, 15, 16, 17])
-def test_renders_pdf(n: int, variant: str, tmp_path) -> None:
+def test_renders_pdf_without_overlapping_text(n: int, variant: str, tmp_path, caplog) -> None:
     module = importlib.import_module(f"featlearn.figures.alignment.fig{n}")
     out = tmp_path / f"fig{n}.pdf"
-    module.render({name: VARIANTS[variant][name] for name in module.EXPERIMENTS}, out)
+    with caplog.at_level(logging.WARNING, logger="featlearn.figures.style"):
+        module.render({name: VARIANTS[variant][name] for name in module.EXPERIMENTS}, out)
     assert out.read_bytes()[:5] == b"%PDF-" and out.stat().st_size > 5000
+    assert [r.getMessage() for r in caplog.records if "overlapping text" in r.getMessage()] == []
 
 
 def test_fig16_titles_carry_the_pearson_values() -> None:
     store = VARIANTS["several seeds"]["celeba_glasses"]
     text = texts(draw(16, "several seeds"))
     agop, corrupted = store.rho_diag_agop.values, store.rho_diag_corrupted.values.ravel()
-    assert f"ρ̄(diag F, diag Ḡ) = {agop.mean():.2f} ± {agop.std():.2f} (n = 2)  (paper 0.91)" in text
-    assert f"ρ̄(diag F, diag WᵀQW) = {corrupted.mean():.2f} ± {corrupted.std():.2f} (n = 8)  (paper 0.04)" in text
+    assert f"ρ̄(diag F, diag Ḡ) = {agop.mean():.2f} ± {agop.std():.2f} (n = 2) (paper 0.91)" in text
+    assert f"ρ̄(diag F, diag WᵀQW) = {corrupted.mean():.2f} ± {corrupted.std():.2f} (n = 8) (paper 0.04)" in text
     one = VARIANTS["one seed"]["celeba_glasses"].rho_diag_agop.item()
-    assert f"ρ̄(diag F, diag Ḡ) = {one:.2f}  (paper 0.91)" in texts(draw(16, "one seed"))
+    assert f"ρ̄(diag F, diag Ḡ) = {one:.2f} (paper 0.91)" in texts(draw(16, "one seed"))
 
 
 def test_divergence_and_missing_runs_are_named() -> None:
     fig13 = texts(draw(13, "several seeds"))
-    assert "CIFAR-10\nmean ± sd over 3 seeds\n1/3 seeds diverged (step 1234)" in fig13  # diverged seed kept
-    assert "SVHN\nmean ± sd over 2 seeds" in fig13  # the never-run seed is not counted
+    assert "CIFAR-10 mean ± sd over 3 seeds 1/3 seeds diverged (step 1234)" in fig13  # diverged seed kept
+    assert "SVHN mean ± sd over 2 seeds" in fig13  # the never-run seed is not counted
     assert "not in this store: CIFAR-100, GTSRB, STL-10" in fig13
     fig2 = texts(draw(2, "several seeds"))
     assert "left out, diverged: CIFAR-10 seed 1" in fig2

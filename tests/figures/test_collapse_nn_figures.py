@@ -1,4 +1,5 @@
 import importlib
+import logging
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -58,11 +59,13 @@ STORES = {
 
 
 @pytest.mark.parametrize("number", FIGURES)
-def test_figure_renders(number, tmp_path):
+def test_figure_renders_without_overlapping_text(number, tmp_path, caplog):
     module = importlib.import_module(f"featlearn.figures.collapse.fig{number}")
     out = tmp_path / f"fig{number}.pdf"
-    module.render({name: STORES[name] for name in module.EXPERIMENTS}, out)
+    with caplog.at_level(logging.WARNING, logger="featlearn.figures.style"):
+        module.render({name: STORES[name] for name in module.EXPERIMENTS}, out)
     assert out.stat().st_size > 5000
+    assert [r.getMessage() for r in caplog.records if "overlapping text" in r.getMessage()] == []
 
 
 def test_seed_groups_keep_the_diverged_run_and_skip_missing_seeds():

@@ -28,6 +28,6 @@ def test_a_diverged_seed_is_named_in_the_title(tmp_path, monkeypatch):
         parts[run] = (unit, training.measure(unit, [data], record, "cpu"))
     store = training.combine(exp, parts).assign_attrs(experiment_config="{}", scale="smoke")
     titles = []
-    monkeypatch.setattr(fig1, "finish", lambda fig, out, ds: titles.append(fig._suptitle.get_text()))
+    monkeypatch.setattr(fig1, "finish", lambda fig, out: titles.append(fig._suptitle.get_text()))
     fig1.render({"chain_fig1": store}, tmp_path / "fig1.pdf")
     assert "diverged at step" in titles[0]

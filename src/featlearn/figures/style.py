@@ -1,8 +1,22 @@
-"""The one figure style: seaborn 'paper' context, vector PDF, a footer with scale and data source."""
+"""The one figure style and the one figure builder.
+
+Every figure is made by ``figure()`` and saved by ``finish()``. The builder uses constrained layout and puts the
+provenance footer in the figure's ``supxlabel`` slot and the title in its ``suptitle`` slot, so the layout engine
+reserves a row for each: neither can land on an axis label, however many lines the footer has. Legends outside the
+panels go through ``legend_right()``, in a margin the layout engine widens for them. ``text_overlaps()``
+checks the result with matplotlib's own text extents; ``finish()`` warns about every collision it finds, and the
+tests assert there are none.
+
+Log axes go through ``log_scale()`` (labelled ticks whatever the span) and ordered conditions (init scales, layers,
+blocks) through ``ordered_colors()``.
+"""
 
 from __future__ import annotations
 
+import logging
+import math
 import os
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import matplotlib
@@ -13,9 +27,22 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import seaborn as sns  # noqa: E402
 import xarray as xr  # noqa: E402
+from matplotlib.artist import Artist  # noqa: E402
+from matplotlib.axes import Axes  # noqa: E402
+from matplotlib.axis import Axis  # noqa: E402
+from matplotlib.figure import Figure, FigureBase  # noqa: E402
+from matplotlib.legend import Legend  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+from matplotlib.ticker import Formatter, Locator, LogFormatterSciNotation, LogLocator, MaxNLocator  # noqa: E402
 
-PALETTE = "viridis"
+log = logging.getLogger(__name__)
+
+PALETTE = "viridis"  # sequential, colour-blind safe, monotone in lightness
+PALETTE_END = 0.82  # viridis beyond this is yellow that vanishes on white
 UC_COLOR, C_COLOR = "tab:blue", "tab:green"
+TITLE_SIZE = 9
+FOOTER_SIZE = 6
+OVERLAP_PX = 1.0  # two texts collide when their boxes share more than this (at 100 dpi) in both directions
 
 
 def apply_style() -> None:
@@ -24,27 +51,261 @@ def apply_style() -> None:
     plt.rcParams.update({"pdf.fonttype": 42, "axes.titlesize": 9, "figure.dpi": 100})
 
 
-def subplots(nrows: int, ncols: int, width: float, height: float) -> tuple[plt.Figure, np.ndarray]:
-    """Constrained-layout grid (axes always 2-D) that keeps its bottom 0.15 in free for the
-    footer that finish() writes there, so it never overlaps the lowest axis labels."""
-    fig, axes = plt.subplots(nrows, ncols, figsize=(width, height), layout="constrained", squeeze=False)
-    fig.get_layout_engine().set(rect=(0, 0.15 / height, 1, 1 - 0.15 / height))
-    return fig, axes
-
-
-def footer_text(stores: list[xr.Dataset]) -> str:
-    """'scale: quick · data: …' from the stores' provenance attributes (stand-ins named)."""
+def footer_text(stores: Sequence[xr.Dataset]) -> str:
+    """'featlearn · scale: quick · data: … · commit …' from the stores' provenance attributes (stand-ins named)."""
     scales = sorted({str(s.attrs.get("scale", "?")) for s in stores})
     sources = sorted({str(s.attrs.get("data_source", "?")) for s in stores})
     commit = str(stores[0].attrs.get("git_commit", "?"))[:8] if stores else "?"
     return f"featlearn · scale: {', '.join(scales)} · data: {'; '.join(sources)} · commit {commit}"
 
 
-def finish(fig: plt.Figure, out: Path, stores: xr.Dataset | list[xr.Dataset]) -> None:
-    """Add the footer, save a vector PDF atomically, close the figure."""
-    stores = stores if isinstance(stores, list) else [stores]
-    fig.text(0.995, 0.003, footer_text(stores), ha="right", va="bottom", fontsize=6, color="0.4")
+def figure(width: float, height: float, stores: xr.Dataset | Sequence[xr.Dataset]) -> Figure:
+    """A constrained-layout figure of width × height inches with the stores' footer in its own bottom row."""
+    stores = [stores] if isinstance(stores, xr.Dataset) else list(stores)
+    fig = plt.figure(figsize=(width, height), layout="constrained")
+    fig.supxlabel(footer_text(stores), x=0.995, ha="right", fontsize=FOOTER_SIZE, color="0.4")
+    return fig
+
+
+def grid(fig: FigureBase, nrows: int, ncols: int, **kwargs: object) -> np.ndarray:
+    """fig.subplots that always returns a 2-D array of axes."""
+    return fig.subplots(nrows, ncols, squeeze=False, **kwargs)
+
+
+def _text_width(fig: FigureBase, text: str, size: float) -> float:
+    """Width in inches of one line of text at this size, measured by the figure's renderer."""
+    probe = Text(0, 0, text, fontsize=size, figure=fig.figure)
+    return probe.get_window_extent(fig.figure.canvas.get_renderer()).width / fig.figure.dpi
+
+
+def _wrap(fig: FigureBase, text: str, size: float, width: float) -> str:
+    """text with line breaks between words (never inside $mathtext$) so that no line is wider than width inches;
+    a ' · ' separator at a break is dropped."""
+    lines: list[str] = []
+    for paragraph in text.split("\n"):
+        words: list[str] = []
+        for word in paragraph.split(" "):
+            if words and words[-1].count("$") % 2:
+                words[-1] += f" {word}"
+            else:
+                words.append(word)
+        line = ""
+        for word in words:
+            candidate = f"{line} {word}" if line else word
+            if line and _text_width(fig, candidate, size) > width:
+                lines.append(line.removesuffix(" ·"))
+                line = "" if word == "·" else word
+            else:
+                line = candidate
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def suptitle(fig: FigureBase, text: str, size: float = TITLE_SIZE) -> Text:
+    """Title of a figure or subfigure, wrapped to its width so that the layout engine reserves every line."""
+    width = fig.bbox.width / fig.figure.dpi
+    return fig.suptitle(_wrap(fig, text, size, 0.97 * width), fontsize=size)
+
+
+def legend_right(ax: Axes, handles: Sequence[Artist], title: str | None = None, **kwargs: object) -> Legend:
+    """Legend in the margin right of ax, top-aligned with it: put on a row's last panel it serves the row, on the
+    top-right panel the whole figure. The layout engine widens that margin for it, and it stays below the title row
+    (a figure legend placed 'outside' shares the title's row and runs into it)."""
+    kwargs = {"frameon": False, "fontsize": 7} | kwargs
+    return ax.legend(handles=handles, title=title, loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0,
+                     **kwargs)
+
+
+def ordered_colors(n: int) -> list[tuple[float, float, float]]:
+    """n colours of the shared sequential palette for an ordered condition (s₀ decades, layers, blocks): first
+    dark, last light, ends far apart whatever n is."""
+    cmap = plt.get_cmap(PALETTE)
+    return [tuple(cmap(x)[:3]) for x in np.linspace(0.0, PALETTE_END, n)] if n > 1 else [tuple(cmap(0.0)[:3])]
+
+
+def spread_note(n: int, unit: str = "seed") -> str:
+    """What a mean curve is drawn over: '1 seed' (no band) or 'mean ± sd over 3 seeds' (band)."""
+    return f"1 {unit}" if n == 1 else f"mean ± sd over {n} {unit}s"
+
+
+# Log axes -------------------------------------------------------------------------------------------------------
+
+
+def _decades(vmin: float, vmax: float) -> np.ndarray:
+    """The powers of ten inside [vmin, vmax]."""
+    return 10.0 ** np.arange(math.ceil(math.log10(vmin) - 1e-9), math.floor(math.log10(vmax) + 1e-9) + 1)
+
+
+def _in(ticks: np.ndarray, vmin: float, vmax: float) -> np.ndarray:
+    return ticks[(ticks >= vmin * (1 - 1e-9)) & (ticks <= vmax * (1 + 1e-9))]
+
+
+def _span_ticks(vmin: float, vmax: float, nbins: int) -> tuple[str, np.ndarray]:
+    """The major ticks of a log axis on [vmin, vmax] and how to label them: decades where at least two are in view,
+    else 1-2-5 steps where at least two are, else evenly spaced values (a span under a factor of ~2.5)."""
+    vmin, vmax = sorted((vmin, vmax))
+    if not (np.isfinite(vmin) and np.isfinite(vmax)) or vmin <= 0:
+        return "decades", np.array([])
+    decades = _decades(vmin, vmax)
+    if decades.size >= 2:
+        return "decades", LogLocator(base=10, numticks=nbins + 2).tick_values(vmin, vmax)
+    below = _decades(vmin / 10, vmax)
+    one_two_five = _in(np.concatenate([below, 2 * below, 5 * below]), vmin, vmax)
+    if one_two_five.size >= 2:
+        return "values", np.unique(one_two_five)
+    return "values", _in(MaxNLocator(nbins=nbins, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin, vmax), vmin, vmax)
+
+
+class _SpanLogLocator(Locator):
+    """Major (or minor) ticks of ``log_scale``: see ``_span_ticks``; minor ticks only between labelled decades."""
+
+    def __init__(self, minor: bool = False, nbins: int = 4) -> None:
+        self.minor, self.nbins = minor, nbins
+
+    def __call__(self) -> np.ndarray:
+        return self.tick_values(*self.axis.get_view_interval())
+
+    def tick_values(self, vmin: float, vmax: float) -> np.ndarray:
+        kind, major = _span_ticks(vmin, vmax, self.nbins)
+        if not self.minor:
+            return major
+        if kind != "decades":
+            return np.array([])
+        return LogLocator(base=10, subs=np.arange(2, 10), numticks=12).tick_values(*sorted((vmin, vmax)))
+
+
+class _SpanLogFormatter(Formatter):
+    """Labels of ``log_scale``: 10ⁿ on decades, otherwise plain numbers with just enough digits to tell apart."""
+
+    def __init__(self, nbins: int = 4) -> None:
+        self.nbins = nbins
+        self.decades = LogFormatterSciNotation(labelOnlyBase=True)
+
+    def format_ticks(self, values: Sequence[float]) -> list[str]:
+        kind, _ = _span_ticks(*self.axis.get_view_interval(), self.nbins)
+        if kind == "decades":
+            self.decades.set_axis(self.axis)
+            return self.decades.format_ticks(values)
+        return plain_labels(np.asarray(values, dtype=float))
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return self.format_ticks([x])[0]
+
+
+def plain_labels(values: np.ndarray) -> list[str]:
+    """'0.0902', '0.0903' …: the fewest significant digits that keep every label distinct."""
+    finite = values[np.isfinite(values)]
+    for digits in range(1, 8):
+        labels = [f"{v:.{digits}g}" for v in values]
+        if len(set(labels)) == len(finite):
+            return labels
+    return [f"{v:.8g}" for v in values]
+
+
+def log_scale(ax: Axes, axis: str = "y", nbins: int = 4) -> None:
+    """Make ax's x or y axis logarithmic with labelled ticks whatever its span: decades (10ⁿ) where two are in
+    view, otherwise a few plain-number ticks (a loss that moves within a decade still shows its values)."""
+    target = ax.yaxis if axis == "y" else ax.xaxis
+    (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
+    target.set_major_locator(_SpanLogLocator(nbins=nbins))
+    target.set_minor_locator(_SpanLogLocator(minor=True, nbins=nbins))
+    target.set_major_formatter(_SpanLogFormatter(nbins))
+    target.set_minor_formatter(plt.NullFormatter())
+
+
+# Overlap check --------------------------------------------------------------------------------------------------
+
+
+def _shown(text: Text) -> bool:
+    return text.get_visible() and bool(text.get_text().strip()) and text.get_alpha() != 0
+
+
+def _tick_labels(axis: Axis) -> Iterator[tuple[Text, str]]:
+    """The tick labels the axis draws: those of ticks inside the view interval."""
+    lo, hi = sorted(axis.get_view_interval())
+    tol = 1e-9 * max(abs(lo), abs(hi), 1e-300)
+    name = axis.axis_name
+    for ticks in (axis.get_major_ticks(), axis.get_minor_ticks()):
+        for tick in ticks:
+            loc = tick.get_loc()
+            if loc is None or not (lo - tol <= loc <= hi + tol) or not tick.get_visible():
+                continue
+            for label in (tick.label1, tick.label2):
+                yield label, f"{name} tick label"
+
+
+def _axes_texts(ax: Axes) -> Iterator[tuple[Text, str]]:
+    """Every text an axes draws, with what it is."""
+    where = f" of panel '{ax.get_title() or ax.get_label()}'"
+    for child in ax.get_children():
+        if not child.get_visible():
+            continue
+        if isinstance(child, Axis):
+            if not ax.axison:
+                continue
+            yield child.label, f"{child.axis_name} label{where}"
+            yield child.offsetText, f"{child.axis_name} offset{where}"
+            for label, what in _tick_labels(child):
+                yield label, what + where
+        elif isinstance(child, Legend):
+            yield from ((t, f"legend{where}") for t in [child.get_title(), *child.get_texts()])
+        elif isinstance(child, Text):
+            yield child, ("title" if child in (ax.title,) else "text") + where
+        else:
+            yield from ((t, f"text{where}") for t in child.findobj(Text, include_self=False))
+
+
+def _figure_texts(fig: FigureBase) -> Iterator[tuple[Text, str]]:
+    """Every text of a figure and its subfigures, with what it is."""
+    label = "figure" if fig is fig.figure else "subfigure"
+    for attr, what in (("_suptitle", "suptitle"), ("_supxlabel", "footer/supxlabel"), ("_supylabel", "supylabel")):
+        text = getattr(fig, attr, None)
+        if text is not None:
+            yield text, f"{label} {what}"
+    yield from ((t, f"{label} text") for t in fig.texts)
+    for legend in fig.legends:
+        yield from ((t, f"{label} legend") for t in [legend.get_title(), *legend.get_texts()])
+    for ax in fig.axes if fig is fig.figure else []:
+        if ax.get_visible():
+            yield from _axes_texts(ax)
+
+
+def text_overlaps(fig: Figure) -> list[str]:
+    """'A ↔ B' for every pair of drawn texts (titles, labels, tick labels, legends, annotations, footer) whose
+    boxes overlap once the figure is laid out, by matplotlib's own extents. The figure is laid out twice, as
+    savefig(bbox_inches="tight") does: the first pass places titles before fixed-aspect panels (heatmaps) shrink."""
+    fig.draw_without_rendering()
+    fig.draw_without_rendering()
+    renderer = fig.canvas.get_renderer()
+    subfigures = [f for f in fig.findobj(lambda a: isinstance(a, FigureBase)) if f is not fig]
+    found = [pair for source in (fig, *subfigures) for pair in _figure_texts(source)]
+    seen: set[int] = set()
+    texts, names, boxes = [], [], []
+    for text, what in found:
+        if id(text) in seen or not _shown(text):
+            continue
+        seen.add(id(text))
+        box = text.get_window_extent(renderer)
+        if box.width <= 0 or box.height <= 0:
+            continue
+        texts.append(text)
+        names.append(f"{what}: {text.get_text()[:40]!r}")
+        boxes.append(box.extents)
+    if not boxes:
+        return []
+    b = np.asarray(boxes) * (100.0 / fig.dpi)
+    wide = np.minimum(b[:, None, 2], b[None, :, 2]) - np.maximum(b[:, None, 0], b[None, :, 0])
+    tall = np.minimum(b[:, None, 3], b[None, :, 3]) - np.maximum(b[:, None, 1], b[None, :, 1])
+    hits = np.argwhere(np.triu((wide > OVERLAP_PX) & (tall > OVERLAP_PX), k=1))
+    return [f"{names[i]} ↔ {names[j]}" for i, j in hits]
+
+
+def finish(fig: Figure, out: Path) -> None:
+    """Warn about any overlapping texts (a paper-scale build must not fail over layout), save a vector PDF
+    atomically, close the figure."""
     out = Path(out)
+    for overlap in text_overlaps(fig):
+        log.warning("%s: overlapping text: %s", out, overlap)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.stem}.{os.getpid()}.tmp.pdf")
     fig.savefig(tmp, bbox_inches="tight")

@@ -4,19 +4,18 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
-from featlearn.figures.alignment.panels import with_divergence
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.alignment.panels import heatmap, with_divergence
+from featlearn.figures.style import apply_style, figure, finish, grid, suptitle
 
 EXPERIMENTS = ("chain_fig1",)
 
 
 def _mean_sd(values: xr.DataArray) -> str:
     v = np.asarray(values, dtype=float).ravel()
-    return f"{np.nanmean(v):.2f} ± {np.nanstd(v):.2f}"
+    return f"{v[0]:.2f}" if v.size == 1 else f"{np.nanmean(v):.2f} ± {np.nanstd(v):.2f}"
 
 
 def render(stores: dict[str, xr.Dataset], out: Path) -> None:
@@ -28,23 +27,18 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     plotted = ds.isel(seed=0)
     panels = [
         ("EGOP (analytic)", plotted.egop, ""),
-        ("NFM  F = WᵀW", plotted.nfm, f"ρ(F, Ḡ) = {_mean_sd(last.uc_nfc.sel(layer=1))}  (paper 0.93)"),
-        ("AGOP  Ḡ = WᵀKW", plotted.agop,
-         f"eig std/mean of K = {_mean_sd(last.k_dispersion.sel(layer=1))}  (paper 5.9)"),
-        ("corrupted  WᵀQW", plotted.corrupted_agop, f"ρ(F, WᵀQW) = {_mean_sd(ds.rho_nfm_corrupted)}  (paper 0.53)"),
+        ("NFM  $F = W^\\top W$", plotted.nfm,
+         f"$\\rho(F, \\bar G)$ = {_mean_sd(last.uc_nfc.sel(layer=1))}\n(paper 0.93)"),
+        ("AGOP  $\\bar G = W^\\top K W$", plotted.agop,
+         f"eig std/mean of $K$ = {_mean_sd(last.k_dispersion.sel(layer=1))}\n(paper 5.9)"),
+        ("corrupted  $W^\\top Q W$", plotted.corrupted_agop,
+         f"$\\rho(F, W^\\top Q W)$ = {_mean_sd(ds.rho_nfm_corrupted)}\n(paper 0.53)"),
     ]
-    fig, axes = plt.subplots(1, 4, figsize=(11, 3.2), constrained_layout=True)
-    for ax, (title, matrix, note) in zip(axes, panels):
-        m = np.asarray(matrix)
-        m = m / np.abs(m).max()
-        ax.imshow(m, cmap="RdBu_r", vmin=-1, vmax=1)
-        ax.set_title(title)
-        ax.set_xlabel(note, fontsize=7)
-        ax.set_xticks([])
-        ax.set_yticks([])
+    fig = figure(11, 3.4, ds)
+    for ax, (title, matrix, note) in zip(grid(fig, 1, 4)[0], panels):
+        heatmap(ax, matrix, title, note)
     n_seeds = ds.sizes["seed"]
     title = (f"Fig 1 · chain monomial r=5, layer 1 after training (seed 0 shown; ρ over {n_seeds} seeds, "
              f"{ds.sizes['q_draw']} Q draws)")
-    fig.suptitle(with_divergence(title, ds) + (" — values at the last finite step" if ds.diverged.any() else ""),
-                 fontsize=9)
-    finish(fig, out, ds)
+    suptitle(fig, with_divergence(title, ds) + (" — values at the last finite step" if ds.diverged.any() else ""))
+    finish(fig, out)

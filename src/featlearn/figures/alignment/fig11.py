@@ -7,7 +7,7 @@ from pathlib import Path
 import xarray as xr
 
 from featlearn.figures.alignment.panels import egop_note, heatmap, seeds_note, with_divergence
-from featlearn.figures.style import apply_style, finish, subplots
+from featlearn.figures.style import apply_style, figure, finish, grid, suptitle
 
 EXPERIMENTS = ("slo_sweep",)
 
@@ -25,7 +25,8 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     apply_style()
     ds = stores["slo_sweep"]
     scales = sorted((float(s) for s in ds.init_scale.values), reverse=True)
-    fig, axes = subplots(len(ROWS), len(scales) + 1, 1.75 * (len(scales) + 1), 1.9 * len(ROWS))
+    fig = figure(1.75 * (len(scales) + 1), 1.9 * len(ROWS), ds)
+    axes = grid(fig, len(ROWS), len(scales) + 1)
     for row, (label, method, matrix) in zip(axes, ROWS):
         for ax, s0 in zip(row, scales):
             run = ds.sel(optimizer=method, init_scale=s0)
@@ -34,5 +35,5 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
         row[-1].set_axis_off()
     axes[0, -1].set_axis_on()
     heatmap(axes[0, -1], ds.egop.isel(init_scale=0, optimizer=0, seed=0), "target EGOP", "for reference")
-    fig.suptitle(f"Fig 11 · first-layer F⁽⁰⁾ and Ḡ⁽⁰⁾ after training (seed 0; ρ to EGOP: {seeds_note(ds)})")
-    finish(fig, out, ds)
+    suptitle(fig, f"Fig 11 · first-layer F⁽⁰⁾ and Ḡ⁽⁰⁾ after training (seed 0; ρ to EGOP: {seeds_note(ds)})")
+    finish(fig, out)

@@ -10,13 +10,20 @@ from matplotlib.lines import Line2D
 from featlearn.figures.alignment.panels import (
     CONVENTION,
     experiment_config,
-    legend_right,
     plot_seed_mean,
     seeds_note,
-    sequential_colors,
     with_divergence,
 )
-from featlearn.figures.style import apply_style, finish, subplots
+from featlearn.figures.style import (
+    apply_style,
+    figure,
+    finish,
+    grid,
+    legend_right,
+    log_scale,
+    ordered_colors,
+    suptitle,
+)
 
 EXPERIMENTS = ("adaptive_slo",)
 
@@ -35,8 +42,9 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
              "slo_adaptive": f"adaptive SLO, lr {lrs['slo_adaptive']:g}, s = {adaptive['s']:g}, "
                              f"ε = {adaptive['eps']:g}"}
     layers = [int(layer) for layer in ds.layer.values]
-    colors = dict(zip(layers, sequential_colors(len(layers))))
-    fig, axes = subplots(1, 2, 10, 3.0)
+    colors = dict(zip(layers, ordered_colors(len(layers))))
+    fig = figure(10, 3.0, ds)
+    axes = grid(fig, 1, 2)
     nfc_ax, loss_ax = axes[0]
     method_handles = []
     for method in ds.optimizer.values:
@@ -48,10 +56,11 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
         plot_seed_mean(loss_ax, run.test_loss, "0.2", "", linestyle=style)
         method_handles.append(Line2D([], [], color="0.2", linestyle=style,
                                      label=with_divergence(names[str(method)], run)))
-    nfc_ax.set(title="(a) UC-NFC ρ(WᵀW, WᵀKW) per hidden layer", xlabel="step")
-    loss_ax.set(title="(b) test loss", xlabel="step", yscale="log")
+    nfc_ax.set(title=r"(a) UC-NFC $\rho(W^\top W, W^\top K W)$ per hidden layer", xlabel="step")
+    loss_ax.set(title="(b) test loss", xlabel="step")
+    log_scale(loss_ax)
     layer_handles = [Line2D([], [], color=colors[layer], label=f"layer {layer}") for layer in layers]
-    legend_right(loss_ax, layer_handles + method_handles, title="")
-    fig.suptitle(f"Fig 12 · chain monomial r={cfg['data']['r']}, init scale "
-                 f"{', '.join(f'{s:g}' for s in cfg['model']['init_scales'])}, ρ = cosine; {seeds_note(ds)}")
-    finish(fig, out, ds)
+    legend_right(loss_ax, layer_handles + method_handles)
+    suptitle(fig, f"Fig 12 · chain monomial r={cfg['data']['r']}, init scale "
+                  f"{', '.join(f'{s:g}' for s in cfg['model']['init_scales'])}, ρ = cosine; {seeds_note(ds)}")
+    finish(fig, out)

@@ -8,15 +8,15 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from featlearn.figures.alignment.real_panels import (
+    NFC_LABEL,
     PEARSON,
     dataset_name,
-    figure,
     missing_datasets,
     nfc_panel,
     present_seeds,
     run_label,
 )
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.style import apply_style, figure, finish, legend_right, suptitle
 
 EXPERIMENTS = ("real_mlp",)
 
@@ -31,17 +31,18 @@ def draw(stores: dict[str, xr.Dataset]) -> Figure:
         run = present_seeds(ds.sel(dataset=dataset), "train_loss")
         for ax, layer in zip(row, ds.layer.values):
             handles = nfc_panel(ax, run, PEARSON, f"{dataset_name(dataset)} · layer {layer}", "epoch", layer=layer)
-        row[0].set_ylabel(run_label(dataset_name(dataset), run, "train_loss", "\n") + "\nNFC (Pearson ρ̄)")
+        row[0].set_ylabel(run_label(dataset_name(dataset), run, "train_loss", "\n") + "\n" + NFC_LABEL)
     for ax in axes[-1]:
         ax.set_xlabel("epoch (0 = after warm-up)")
-    fig.legend(handles=handles, loc="outside upper right", frameon=False)
-    title = "Fig 13 · five-hidden-layer MLP (width 256, init scale 1), UC (blue) vs C-NFC (green), ρ̄ = Pearson"
+    legend_right(axes[0, -1], handles)
+    title = (r"Fig 13 · five-hidden-layer MLP (width 256, init scale 1), UC (blue) vs C-NFC (green), "
+             r"$\bar\rho$ = Pearson")
     if missing := missing_datasets(ds):
         title += f"\nnot in this store: {', '.join(missing)}"
-    fig.suptitle(title)
+    suptitle(fig, title)
     return fig
 
 
 def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     """Draw Fig 13 and save it with the shared footer."""
-    finish(draw(stores), out, list(stores.values()))
+    finish(draw(stores), out)

@@ -9,15 +9,15 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from featlearn.figures.alignment.real_panels import (
+    WEIGHT_CHANGE,
     dataset_name,
-    figure,
     loss_panel,
     missing_datasets,
     present_seeds,
     run_label,
     weight_change_panel,
 )
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.style import apply_style, figure, finish, suptitle
 
 EXPERIMENTS = ("real_mlp",)
 
@@ -44,14 +44,14 @@ def draw(stores: dict[str, xr.Dataset]) -> Figure:
         if i == 0:
             loss_ax.legend(handles=losses, frameon=False)
             dw_ax.legend(handles=layers, frameon=False, fontsize=6)
-        sub.suptitle(run_label(dataset_name(dataset), run, "train_loss"))
-    title = "Fig 14 · five-hidden-layer MLP (width 256, init scale 1): losses and ‖W − W₀‖_F / ‖W‖_F"
+        suptitle(sub, run_label(dataset_name(dataset), run, "train_loss"))
+    title = f"Fig 14 · five-hidden-layer MLP (width 256, init scale 1): losses and {WEIGHT_CHANGE}"
     if missing := missing_datasets(ds):
         title += f"\nnot in this store: {', '.join(missing)}"
-    fig.suptitle(title)
+    suptitle(fig, title)
     return fig
 
 
 def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     """Draw Fig 14 and save it with the shared footer."""
-    finish(draw(stores), out, list(stores.values()))
+    finish(draw(stores), out)

@@ -10,13 +10,13 @@ from matplotlib.figure import Figure, SubFigure
 
 from featlearn.figures.alignment.panels import plot_seed_mean
 from featlearn.figures.alignment.real_panels import (
-    figure,
+    WEIGHT_CHANGE,
     loss_panel,
     present_seeds,
     run_label,
     weight_change_panel,
 )
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.style import apply_style, figure, finish, suptitle
 
 EXPERIMENTS = ("vgg_cifar", "gpt_shakespeare")
 
@@ -34,7 +34,7 @@ def vgg_row(sub: SubFigure, vgg: xr.Dataset) -> None:
         ax.sharey(axes[1])
     for ax in axes:
         ax.set_xlabel("epoch")
-    sub.suptitle(run_label("A · VGG-11 (no BatchNorm) on CIFAR-10", run, "train_loss"))
+    suptitle(sub, run_label("A · VGG-11 (no BatchNorm) on CIFAR-10", run, "train_loss"))
 
 
 def gpt_row(sub: SubFigure, gpt: xr.Dataset) -> None:
@@ -53,7 +53,7 @@ def gpt_row(sub: SubFigure, gpt: xr.Dataset) -> None:
     axes[-1].legend(handles=blocks, frameon=False)
     for ax in axes:
         ax.set_xlabel("iteration")
-    sub.suptitle(run_label("B · GPT (3 blocks) on Shakespeare-char", run, "val_loss"))
+    suptitle(sub, run_label("B · GPT (3 blocks) on Shakespeare-char", run, "val_loss"))
 
 
 def draw(stores: dict[str, xr.Dataset]) -> Figure:
@@ -63,10 +63,10 @@ def draw(stores: dict[str, xr.Dataset]) -> Figure:
     a, b = fig.subfigures(2, 1)
     vgg_row(a, stores["vgg_cifar"])
     gpt_row(b, stores["gpt_shakespeare"])
-    fig.suptitle("Fig 15 · losses and relative weight change ‖W − W₀‖_F / ‖W‖_F")
+    suptitle(fig, f"Fig 15 · losses and relative weight change {WEIGHT_CHANGE}")
     return fig
 
 
 def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     """Draw Fig 15 and save it with the shared footer."""
-    finish(draw(stores), out, list(stores.values()))
+    finish(draw(stores), out)

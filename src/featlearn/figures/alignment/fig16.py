@@ -9,8 +9,8 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from featlearn.figures.alignment.panels import with_divergence
-from featlearn.figures.alignment.real_panels import diag_image, divergence, figure, present_seeds
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.alignment.real_panels import diag_image, divergence, present_seeds
+from featlearn.figures.style import apply_style, figure, finish, suptitle
 
 EXPERIMENTS = ("celeba_glasses",)
 
@@ -40,10 +40,10 @@ def draw(stores: dict[str, xr.Dataset]) -> Figure:
     side = f"{ds.sizes['row']}×{ds.sizes['col']}"
     title = (f"Fig 16 · CelebA eyeglasses, 2-hidden-layer MLP, first layer after training; {side} pixels, "
              f"channel-averaged, seed {shown.seed.item()} shown (Q draw 0), each ÷ its max")
-    fig.suptitle(with_divergence(title, divergence(ds, "train_loss"), "\n"))
+    suptitle(fig, with_divergence(title, divergence(ds, "train_loss"), "\n"))
     return fig
 
 
 def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     """Draw Fig 16 and save it with the shared footer."""
-    finish(draw(stores), out, list(stores.values()))
+    finish(draw(stores), out)

@@ -10,14 +10,15 @@ import xarray as xr
 from matplotlib.figure import Figure
 
 from featlearn.figures.alignment.panels import experiment_config, plot_seed_mean
-from featlearn.figures.alignment.real_panels import COSINE, diag_image, figure, loss_panel, present_seeds, run_label
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.alignment.real_panels import COSINE, diag_image, loss_panel, present_seeds, run_label
+from featlearn.figures.style import apply_style, figure, finish, log_scale, suptitle
 
 EXPERIMENTS = ("svhn_slo",)
 
 OPTIMIZERS = {"gd": ("0.25", "standard GD"), "slo": ("tab:red", "SLO")}
 LAYER = 1  # the paper plots the first layer only
-TRAJECTORIES = (("uc_nfc", "UC-NFC"), ("c_nfc", "C-NFC"), ("ratio_c_uc", "R_C = ⟨F̄, Ḡ_c⟩ / ⟨F, Ḡ⟩"))
+TRAJECTORIES = (("uc_nfc", "UC-NFC"), ("c_nfc", "C-NFC"),
+                (("ratio_c_uc", r"$R_C = \langle \bar F, \bar G_c\rangle \,/\, \langle F, \bar G\rangle$")))
 IMAGES = (("nfm_diag", "b · diag F⁽⁰⁾"), ("agop_diag", "c · diag Ḡ⁽⁰⁾"))
 
 
@@ -39,7 +40,7 @@ def draw(stores: dict[str, xr.Dataset]) -> Figure:
             handles.append(plot_seed_mean(ax, values, color, run_label(name, runs[opt], "train_loss"), x="step"))
         ax.set_title(f"a · layer {LAYER} · {title}")
         ax.set_xlabel("epoch (full batch)")
-    top[2].set_yscale("log")
+    log_scale(top[2])
     top[0].legend(handles=handles, frameon=False, fontsize=6)
     curves = [(runs[opt][f"{split}_loss"], color, f"{name} · {split}", style)
               for opt, (color, name) in OPTIMIZERS.items() for split, style in (("train", "-"), ("test", "--"))]
@@ -49,11 +50,11 @@ def draw(stores: dict[str, xr.Dataset]) -> Figure:
         shown = runs[opt].isel(seed=0)
         diag_image(ax, shown[var], f"{title} · {OPTIMIZERS[opt][1]}", f"seed {shown.seed.item()}, channel mean")
     slo = experiment_config(ds)["train"]["slo"]
-    fig.suptitle(f"Fig 17 · SVHN, 4 hidden layers (width 256, init scale 1), ρ = cosine; SLO "
+    suptitle(fig, f"Fig 17 · SVHN, 4 hidden layers (width 256, init scale 1), ρ = cosine; SLO "
                  f"C = {', '.join(f'{c:g}' for c in slo['speeds'])}, ε = {slo['eps']:g}")
     return fig
 
 
 def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     """Draw Fig 17 and save it with the shared footer."""
-    finish(draw(stores), out, list(stores.values()))
+    finish(draw(stores), out)

@@ -12,20 +12,19 @@ from matplotlib.figure import Figure, SubFigure
 
 from featlearn.figures.alignment.panels import last_finite
 from featlearn.figures.alignment.real_panels import (
+    NFC_LABEL,
     NFC_VARS,
     PEARSON,
     dataset_name,
-    figure,
     missing_datasets,
     nfc_panel,
     present_seeds,
     run_label,
 )
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.style import apply_style, figure, finish, suptitle
 
 EXPERIMENTS = ("real_mlp", "vgg_cifar", "gpt_shakespeare")
 
-NFC_LABEL = "NFC (Pearson ρ̄)"  # all four panels: the released code's mat_cov (spec §1.4, §7.1)
 SHOWN_DATASET = "cifar10"  # (A): unstated in the paper; CIFAR-10 is gen_plots.py's default
 
 
@@ -43,7 +42,7 @@ def mlp_trajectories(sub: SubFigure, mlp: xr.Dataset) -> None:
         ax.set_xlabel("epoch (0 = after warm-up)")
     axes[0].set_ylabel(NFC_LABEL)
     axes[0].legend(handles=handles, frameon=False)
-    sub.suptitle(run_label(title, run, "train_loss"))
+    suptitle(sub, run_label(title, run, "train_loss"))
 
 
 def layer_summary(sub: SubFigure, mlp: xr.Dataset) -> None:
@@ -73,7 +72,7 @@ def layer_summary(sub: SubFigure, mlp: xr.Dataset) -> None:
     if missing := missing_datasets(mlp):
         notes.append(f"not in this store: {', '.join(missing)}")
     ax.set_title("\n".join(textwrap.fill(n, 48) for n in notes), fontsize=6)
-    sub.suptitle("B · MLP, every layer: init vs final")
+    suptitle(sub, "B · MLP, every layer: init vs final")
 
 
 def vgg_trajectories(sub: SubFigure, vgg: xr.Dataset) -> None:
@@ -86,7 +85,7 @@ def vgg_trajectories(sub: SubFigure, vgg: xr.Dataset) -> None:
         ax.set_xlabel("epoch (0 = after warm-up)")
     for ax in axes[:, 0]:
         ax.set_ylabel(NFC_LABEL)
-    sub.suptitle(run_label("C · VGG-11 (no BatchNorm) on CIFAR-10", run, "train_loss"))
+    suptitle(sub, run_label("C · VGG-11 (no BatchNorm) on CIFAR-10", run, "train_loss"))
 
 
 def gpt_trajectories(sub: SubFigure, gpt: xr.Dataset) -> None:
@@ -99,7 +98,7 @@ def gpt_trajectories(sub: SubFigure, gpt: xr.Dataset) -> None:
         row[0].set_ylabel(NFC_LABEL)
     for ax in axes[-1]:
         ax.set_xlabel("iteration")
-    sub.suptitle(run_label("D · GPT (3 blocks) on Shakespeare-char", run, "val_loss"))
+    suptitle(sub, run_label("D · GPT (3 blocks) on Shakespeare-char", run, "val_loss"))
 
 
 def draw(stores: dict[str, xr.Dataset]) -> Figure:
@@ -114,11 +113,11 @@ def draw(stores: dict[str, xr.Dataset]) -> Figure:
     layer_summary(b, mlp)
     vgg_trajectories(c, stores["vgg_cifar"])
     gpt_trajectories(d, stores["gpt_shakespeare"])
-    fig.suptitle("Fig 2 · uncentered (UC) vs centered (C) NFC on real data, init scale 1; "
-                 "ρ̄ = Pearson throughout, as in the authors' code")
+    suptitle(fig, "Fig 2 · uncentered (UC) vs centered (C) NFC on real data, init scale 1; "
+                  r"$\bar\rho$ = Pearson throughout, as in the authors' code")
     return fig
 
 
 def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     """Draw Fig 2 and save it with the shared footer."""
-    finish(draw(stores), out, list(stores.values()))
+    finish(draw(stores), out)

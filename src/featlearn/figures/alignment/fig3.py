@@ -8,79 +8,70 @@ import numpy as np
 import xarray as xr
 from matplotlib.axes import Axes
 
-from featlearn.figures.alignment.panels import experiment_config, sequential_colors
-from featlearn.figures.style import apply_style, finish, subplots
+from featlearn.figures.alignment.panels import RHO_2ND, experiment_config
+from featlearn.figures.style import apply_style, figure, finish, grid, ordered_colors, suptitle
 
 EXPERIMENTS = ("reversing",)
 MEAN_COLOR = "tab:blue"
+RHO_RANGE = (0.0, 1.0)  # every panel shows ρ on its whole range, so a flat curve reads as flat (spec §1.8)
+
+
+def span(rho: xr.DataArray) -> str:
+    """How the seed-mean ρ moves over γ: 'ρ 0.21 at γ = 0.05 → 0.98 at γ = 1', the spec's acceptance test (§1.8: low
+    at small γ, high at γ = 1)."""
+    mean = rho.mean("data_seed")
+    g = rho.gamma.values
+    return f"{float(mean[0]):.3f} at γ = {g[0]:g} → {float(mean[-1]):.3f} at γ = {g[-1]:g}"
 
 
 def _seed_curves(ax: Axes, rho: xr.DataArray, shaded: int, title: str) -> None:
-    """The first ``shaded`` data seeds as light curves, the mean over all seeds solid blue."""
+    """The first ``shaded`` data seeds as light curves, the mean over all seeds solid blue; the title says where
+    the mean starts and ends."""
     gammas = rho.gamma.values
-    for seed, color in zip(rho.data_seed.values[:shaded], sequential_colors(shaded)):
-        ax.plot(
-            gammas,
-            rho.sel(data_seed=seed).values,
-            color=color,
-            alpha=0.6,
-            linewidth=1,
-            label=f"data seed {seed}",
-        )
-    ax.plot(
-        gammas,
-        rho.mean("data_seed").values,
-        color=MEAN_COLOR,
-        linewidth=2,
-        label=f"mean over {rho.sizes['data_seed']} seeds",
-    )
-    ax.set_title(title)
+    for seed, color in zip(rho.data_seed.values[:shaded], ordered_colors(shaded)):
+        ax.plot(gammas, rho.sel(data_seed=seed).values, color=color, alpha=0.6, linewidth=1, label=f"data seed {seed}")
+    n = rho.sizes["data_seed"]
+    ax.plot(gammas, rho.mean("data_seed").values, color=MEAN_COLOR, linewidth=2,
+            label=f"mean over {n} seeds" if n > 1 else f"data seed {rho.data_seed.values[0]}")
+    ax.set_title(f"{title}\n{span(rho)}")
     ax.set_xlabel("balance γ")
-    ax.set_ylabel("ρ_2nd")
+    ax.set_ylabel(RHO_2ND)
 
 
 def render(stores: dict[str, xr.Dataset], out: Path) -> None:
-    """Three squares: predicted ρ vs γ, observed ρ vs γ (shaded seeds + solid mean), and the
-    seed means predicted (x) vs observed (y), one point per γ, against y = x."""
+    """Three squares: predicted ρ vs γ, observed ρ vs γ (shaded seeds + solid mean), and the seed means predicted
+    (x) vs observed (y), one point per γ, against y = x. Every axis spans ρ's whole range [0, 1] (wider if the data
+    leave it), so that whether ρ falls with γ, the paper's effect, is visible on the figure's face rather than
+    hidden by an axis zoomed onto the data."""
     apply_style()
     ds = stores["reversing"]
     cfg = experiment_config(ds)
-    fig, axes = subplots(1, 3, 10.5, 3.8)
+    fig = figure(10.5, 4.0, ds)
+    axes = grid(fig, 1, 3)
     left, middle, right = axes[0]
     _seed_curves(left, ds.rho_predicted, cfg["shaded_seeds"], "predicted (free probability)")
     _seed_curves(middle, ds.rho_observed, cfg["shaded_seeds"], "observed (one fixed net)")
     values = np.concatenate([ds.rho_predicted.values.ravel(), ds.rho_observed.values.ravel()])
-    low, high = float(values.min()), float(values.max())
-    pad = 0.05 * (high - low) + 1e-3
+    low, high = min(RHO_RANGE[0], float(np.nanmin(values))), max(RHO_RANGE[1], float(np.nanmax(values)))
+    pad = 0.03 * (high - low)
+    limits = (low - pad, high + pad)
     for ax in (left, middle):
-        ax.set_ylim(low - pad, high + pad)
-    middle.legend(loc="best", fontsize=6, frameon=False)
+        ax.set_ylim(*limits)
+    middle.legend(loc="lower right", fontsize=6, frameon=False)
 
     predicted, observed = ds.rho_predicted.mean("data_seed"), ds.rho_observed.mean("data_seed")
-    points = right.scatter(
-        predicted.values, observed.values, c=ds.gamma.values, cmap="viridis", s=18, zorder=3
-    )
-    lo, hi = (
-        min(float(predicted.min()), float(observed.min())),
-        max(float(predicted.max()), float(observed.max())),
-    )
-    margin = 0.05 * (hi - lo) + 1e-3
-    right.plot(
-        [lo - margin, hi + margin], [lo - margin, hi + margin], color="0.5", linestyle="--", label="y = x"
-    )
-    right.set_xlim(lo - margin, hi + margin)
-    right.set_ylim(lo - margin, hi + margin)
-    right.set_xlabel("predicted ρ (seed mean)")
-    right.set_ylabel("observed ρ (seed mean)")
-    gap = float(np.abs(predicted - observed).max())
-    right.set_title(f"one point per γ · max |pred − obs| = {gap:.3f}")
+    points = right.scatter(predicted.values, observed.values, c=ds.gamma.values, cmap="viridis", s=18, zorder=3)
+    right.plot(limits, limits, color="0.5", linestyle="--", label="y = x")
+    right.set(xlim=limits, ylim=limits, xlabel=f"predicted {RHO_2ND} (seed mean)",
+              ylabel=f"observed {RHO_2ND} (seed mean)")
+    change = {name: float(rho[-1] - rho[0]) for name, rho in (("predicted", predicted), ("observed", observed))}
+    right.set_title(f"one point per γ · change from γ = {ds.gamma.values[0]:g} to {ds.gamma.values[-1]:g}:\n"
+                    f"predicted {change['predicted']:+.3f}, observed {change['observed']:+.3f}")
     right.legend(loc="upper left", fontsize=6, frameon=False)
     fig.colorbar(points, ax=right, label="γ", shrink=0.8)
     for ax in axes[0]:
         ax.set_box_aspect(1)
-    fig.suptitle(
-        f"Fig 3 · alignment-reversing data, n = {cfg['n']}, d = {cfg['d']}, quadratic net k = {cfg['k']} · "
-        f"R-moments over {cfg['r_seeds']} nets, Den2 {cfg['den2']} · x scale {ds.attrs['x_scale_used']:.3g}, "
-        f"ε₂ = {cfg['eps2']:g}"
-    )
-    finish(fig, out, ds)
+    suptitle(fig, f"Fig 3 · alignment-reversing data, n = {cfg['n']}, d = {cfg['d']}, quadratic net k = {cfg['k']} · "
+                  f"R-moments over {cfg['r_seeds']} nets, Den2 {cfg['den2']} · x scale {ds.attrs['x_scale_used']:.3g}, "
+                  f"ε₂ = {cfg['eps2']:g} · paper: {RHO_2ND} low at small γ, rising to high at γ = 1")
+    finish(fig, out)

@@ -11,19 +11,18 @@ from featlearn.figures.alignment.panels import (
     egop_note,
     experiment_config,
     heatmap,
-    legend_right,
     seeds_note,
     trajectory_row,
     with_divergence,
 )
-from featlearn.figures.style import apply_style, finish, subplots
+from featlearn.figures.style import apply_style, figure, finish, grid, legend_right, suptitle
 
 EXPERIMENTS = ("slo_sweep",)
 
 PANELS = (
     Panel("uc_nfc", "layer 1 · UC-NFC", layer=1),
     Panel("c_nfc", "layer 1 · C-NFC", layer=1),
-    Panel("ratio_c_uc", "layer 1 · R_C (centered / uncentered)", layer=1, log=True),
+    Panel("ratio_c_uc", "layer 1 · $R_C$ (centered / uncentered)", layer=1, log=True),
     Panel("train_loss", "train loss", log=True),
 )
 
@@ -40,9 +39,10 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
         "gd": "A · standard GD",
         "slo": f"B · SLO  C = {', '.join(f'{c:g}' for c in slo['speeds'])}, ε = {slo['eps']:g}",
     }
-    fig, axes = subplots(3, 4, 11, 7.6)
+    fig = figure(11, 7.6, ds)
+    axes = grid(fig, 3, 4)
     for row, (method, label) in zip(axes, rows.items()):
-        legend_right(row[-1], trajectory_row(row, ds.sel(optimizer=method), PANELS))
+        legend_right(row[-1], trajectory_row(row, ds.sel(optimizer=method), PANELS), "init scale")
         row[0].set_ylabel(label, fontweight="bold")
     s0 = float(ds.init_scale.sel(init_scale=1.0, method="nearest"))
     letters = {"gd": "C · GD", "slo": "D · SLO"}
@@ -51,6 +51,6 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
         name = "NFM F⁽⁰⁾" if matrix == "nfm" else "AGOP Ḡ⁽⁰⁾"
         heatmap(axes[2, col], run[matrix].isel(seed=0), f"{letters[method]} · {name}, s₀ = {s0:g}",
                 with_divergence(egop_note(run, matrix), run, "\n"))
-    fig.suptitle(f"Fig 4 · chain monomial r={cfg['data']['r']}, first layer, ρ = cosine, lr per s₀ {lrs}; "
-                 f"{seeds_note(ds)} (heatmaps: seed 0, each ÷ max |entry|)")
-    finish(fig, out, ds)
+    suptitle(fig, f"Fig 4 · chain monomial r={cfg['data']['r']}, first layer, ρ = cosine, lr per s₀ {lrs}; "
+                  f"{seeds_note(ds)} (heatmaps: seed 0, each ÷ max |entry|)")
+    finish(fig, out)

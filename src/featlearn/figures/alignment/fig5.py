@@ -7,7 +7,7 @@ from pathlib import Path
 import xarray as xr
 
 from featlearn.figures.alignment.panels import experiment_config, layer_row, seeds_note
-from featlearn.figures.style import apply_style, finish, subplots
+from featlearn.figures.style import apply_style, figure, finish, grid, suptitle
 
 EXPERIMENTS = ("init_sweep",)
 
@@ -17,9 +17,10 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     them); log y, because the claim is that it starts orders of magnitude below 1."""
     apply_style()
     ds = stores["init_sweep"]
-    fig, axes = subplots(1, ds.sizes["layer"], 7.5, 2.8)
-    layer_row(axes[0], ds, "isotropic", "ratio_dc_c", "R_DC", log=True)
+    fig = figure(7.5, 2.8, ds)
+    axes = grid(fig, 1, ds.sizes["layer"])
+    layer_row(axes[0], ds, "isotropic", "ratio_dc_c", "$R_{DC}$", log=True)
     cfg = experiment_config(ds)
-    fig.suptitle(f"Fig 5 · double-centered / centered NFC numerators · chain monomial r={cfg['data']['r']}, "
-                 f"GD lr {cfg['train']['lr']}; {seeds_note(ds)}")
-    finish(fig, out, ds)
+    suptitle(fig, f"Fig 5 · double-centered / centered NFC numerators · chain monomial r={cfg['data']['r']}, "
+                  f"GD lr {cfg['train']['lr']}; {seeds_note(ds)}")
+    finish(fig, out)

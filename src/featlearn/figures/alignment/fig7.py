@@ -7,12 +7,12 @@ from pathlib import Path
 import xarray as xr
 from matplotlib.lines import Line2D
 
-from featlearn.figures.alignment.panels import experiment_config
-from featlearn.figures.style import apply_style, finish, subplots
+from featlearn.figures.alignment.panels import RHO_2ND, experiment_config
+from featlearn.figures.style import apply_style, figure, finish, grid, legend_right, spread_note, suptitle
 
 EXPERIMENTS = ("first_order",)
-ROWS = {"quadratic": "quadratic φ(z) = z²", "relu": "ReLU"}
-COLUMNS = {"chain_monomial": "chain monomial (low rank)", "high_rank_quadratic": "Σᵢ (Qx)ᵢ² (high rank)"}
+ROWS = {"quadratic": r"quadratic $\phi(z) = z^2$", "relu": "ReLU"}
+COLUMNS = {"chain_monomial": "chain monomial (low rank)", "high_rank_quadratic": r"$\sum_i (Qx)_i^2$ (high rank)"}
 COLORS = {"predicted": "tab:orange", "observed": "tab:blue"}
 NARROW_STYLES = ("--", ":", "-.")  # every width but the widest; the widest is solid
 
@@ -26,7 +26,8 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     widths = sorted(int(w) for w in ds.width.values)
     styles = dict(zip(widths, (*NARROW_STYLES[: len(widths) - 1], "-")))
     acts, tasks = list(ds.activation.values), list(ds.task.values)
-    fig, axes = subplots(len(acts), len(tasks), 8.5, 2.9 * len(acts))
+    fig = figure(8.5, 2.9 * len(acts), ds)
+    axes = grid(fig, len(acts), len(tasks))
     alphas = ds.alpha.values
     for row, act in zip(axes, acts):
         for ax, task in zip(row, tasks):
@@ -54,13 +55,11 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
             ax.set_xscale("symlog", linthresh=1.0)  # linear up to α = 1, where the dip sits; log beyond
             ax.set_xticks(alphas, [f"{a:g}" for a in alphas])
             ax.minorticks_off()
-            ax.set_xlabel("data decay α  (λ_k = 1/(1 + k^α))")
-            ax.set_ylabel("ρ_2nd")
+            ax.set_xlabel(r"data decay $\alpha$  ($\lambda_k = 1/(1 + k^\alpha)$)")
+            ax.set_ylabel(RHO_2ND)
     handles = [Line2D([], [], color=c, label=name) for name, c in COLORS.items()]
     handles += [Line2D([], [], color="0.3", linestyle=styles[w], label=f"k = {w}") for w in widths]
-    axes[0, -1].legend(handles=handles, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
-    fig.suptitle(
-        f"Fig 7 · layer 0 of 2-hidden-layer MLPs, n = {cfg['n']}, d = {cfg['d']} · prediction: "
-        f"{cfg['mc_inits']} Monte-Carlo nets · observed: mean ± sd over {cfg['observed_nets']} nets"
-    )
-    finish(fig, out, ds)
+    legend_right(axes[0, -1], handles)
+    suptitle(fig, f"Fig 7 · layer 0 of 2-hidden-layer MLPs, n = {cfg['n']}, d = {cfg['d']} · prediction: "
+                  f"{cfg['mc_inits']} Monte-Carlo nets · observed: {spread_note(ds.sizes['net'], 'net')}")
+    finish(fig, out)

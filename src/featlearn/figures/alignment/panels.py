@@ -14,19 +14,29 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import seaborn as sns
 import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
-from featlearn.figures.style import PALETTE, apply_style, finish, subplots
+from featlearn.figures.style import (
+    apply_style,
+    figure,
+    finish,
+    grid,
+    legend_right,
+    log_scale,
+    ordered_colors,
+    spread_note,
+    suptitle,
+)
 
+RHO_2ND = r"$\rho_{\mathrm{2nd}}$"  # Eq. 7, the quantity of Figs 3 and 7
 CONVENTION = "cosine"  # the paper's ρ (spec §1.4); Pearson is only for Figs 2 and 13
 
 SPECTRUM_TITLES = {
-    "isotropic": "isotropic Σ = I",
-    "1/(1+k)": "λ_k ∝ 1/(1+k)",
-    "1/(1+k^2)": "λ_k ∝ 1/(1+k²)",
+    "isotropic": r"isotropic $\Sigma = I$",
+    "1/(1+k)": r"$\lambda_k \propto 1/(1+k)$",
+    "1/(1+k^2)": r"$\lambda_k \propto 1/(1+k^2)$",
 }
 
 
@@ -45,15 +55,10 @@ class Panel:
     normalize: bool = False
 
 
-def sequential_colors(n: int) -> list[tuple[float, float, float]]:
-    """n colours of the shared sequential palette, without its pale last shade."""
-    return sns.color_palette(PALETTE, n + 1)[:n]
-
-
 def s0_colors(ds: xr.Dataset) -> dict[float, tuple[float, float, float]]:
     """Colour per init scale present in the store: small s₀ dark, large s₀ light."""
     scales = sorted(float(s) for s in ds.init_scale.values)
-    return dict(zip(scales, sequential_colors(len(scales))))
+    return dict(zip(scales, ordered_colors(len(scales))))
 
 
 def with_divergence(text: str, run: xr.Dataset, sep: str = " · ") -> str:
@@ -75,8 +80,7 @@ def experiment_config(ds: xr.Dataset) -> dict:
 
 def seeds_note(ds: xr.Dataset) -> str:
     """'1 seed' or 'mean ± sd over 3 seeds', for the suptitle."""
-    n = ds.sizes["seed"]
-    return "1 seed" if n == 1 else f"mean ± sd over {n} seeds"
+    return spread_note(ds.sizes["seed"])
 
 
 def _values(run: xr.Dataset, panel: Panel) -> xr.DataArray:
@@ -125,13 +129,8 @@ def trajectory_row(axes: Sequence[Axes], ds: xr.Dataset, panels: Sequence[Panel]
         ax.set_title(panel.title)
         ax.set_xlabel("step")
         if panel.log:
-            ax.set_yscale("log")
+            log_scale(ax)
     return [handles[s0] for s0 in sorted(handles, reverse=True)]
-
-
-def legend_right(ax: Axes, handles: list[Line2D], title: str = "init scale") -> None:
-    """Legend outside the right edge of ax (the last panel of a row)."""
-    ax.legend(handles=handles, title=title, loc="upper left", bbox_to_anchor=(1.02, 1.0), frameon=False)
 
 
 def last_finite(da: xr.DataArray) -> xr.DataArray:
@@ -176,7 +175,7 @@ def layer_row(axes: Sequence[Axes], ds: xr.Dataset, spectrum: str, var: str, nam
         return
     panels = [Panel(var, f"{SPECTRUM_TITLES.get(spectrum, spectrum)} · layer {layer} · {name}", int(layer), log)
               for layer in ds.layer.values]
-    legend_right(axes[-1], trajectory_row(axes, ds.sel(spectrum=spectrum), panels))
+    legend_right(axes[-1], trajectory_row(axes, ds.sel(spectrum=spectrum), panels), "init scale")
 
 
 def spectrum_figure(stores: dict[str, xr.Dataset], out: Path, spectrum: str, number: int) -> None:
@@ -186,14 +185,15 @@ def spectrum_figure(stores: dict[str, xr.Dataset], out: Path, spectrum: str, num
     ds = stores["init_sweep"]
     title = f"Fig {number} · {SPECTRUM_TITLES.get(spectrum, spectrum)}"
     if spectrum not in ds.spectrum.values:
-        fig, axes = subplots(1, 1, 6, 1.5)
-        missing_spectrum(axes[0, 0], ds, spectrum)
-        fig.suptitle(title)
-        finish(fig, out, ds)
+        fig = figure(6, 1.5, ds)
+        missing_spectrum(fig.subplots(), ds, spectrum)
+        suptitle(fig, title)
+        finish(fig, out)
         return
     run = ds.sel(spectrum=spectrum)
     layers = [int(layer) for layer in run.layer.values]
-    fig, axes = subplots(len(layers), 4, 11, 2.4 * len(layers))
+    fig = figure(11, 2.4 * len(layers), ds)
+    axes = grid(fig, len(layers), 4)
     for row, layer in zip(axes, layers):
         handles = trajectory_row(row, run, [
             Panel("uc_nfc", f"layer {layer} · UC-NFC", layer),
@@ -201,8 +201,8 @@ def spectrum_figure(stores: dict[str, xr.Dataset], out: Path, spectrum: str, num
             Panel("train_loss", "train loss / max", log=True, normalize=True),
             Panel("test_loss", "test loss / max", log=True, normalize=True),
         ])
-    legend_right(axes[0, -1], handles)
+    legend_right(axes[0, -1], handles, "init scale")
     cfg = experiment_config(ds)
-    fig.suptitle(f"{title} · chain monomial r={cfg['data']['r']}, GD lr {cfg['train']['lr']}, ρ = cosine; "
-                 f"{seeds_note(run)}")
-    finish(fig, out, ds)
+    suptitle(fig, f"{title} · chain monomial r={cfg['data']['r']}, GD lr {cfg['train']['lr']}, ρ = cosine; "
+                  f"{seeds_note(run)}")
+    finish(fig, out)

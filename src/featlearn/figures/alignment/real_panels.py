@@ -12,22 +12,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 from matplotlib.axes import Axes
-from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
-from featlearn.figures.alignment.panels import plot_seed_mean, seeds_note, sequential_colors, with_divergence
-from featlearn.figures.style import C_COLOR, PALETTE, UC_COLOR, footer_text
+from featlearn.figures.alignment.panels import plot_seed_mean, seeds_note, with_divergence
+from featlearn.figures.style import C_COLOR, PALETTE, UC_COLOR, log_scale, ordered_colors
 
 PEARSON = "pearson"  # the released Fig 2 code's ρ̄ (spec §1.4): Figs 2 and 13
 COSINE = "cosine"  # the paper's ρ: every other figure
+NFC_LABEL = r"NFC (Pearson $\bar\rho$)"  # Figs 2 and 13: the released code's mat_cov (spec §1.4, §7.1)
 NFC_VARS = (("uc_nfc", UC_COLOR, "UC-NFC"), ("c_nfc", C_COLOR, "C-NFC"))
+WEIGHT_CHANGE = r"$\|W - W_0\|_F \,/\, \|W\|_F$"
 DATASET_NAMES = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "svhn": "SVHN", "mnist": "MNIST",
                  "gtsrb": "GTSRB", "stl10": "STL-10"}  # the six of Fig 2B / 13 / 14, in the paper's order
-FOOTER_LINE_IN = 0.13  # height of one footer line (fontsize 6) in inches
 
 
 def dataset_name(dataset: object) -> str:
@@ -79,9 +78,9 @@ def weight_change_panel(ax: Axes, run: xr.Dataset, dim: str, label: str, title: 
     values = run.dw_rel.sel(**where)
     levels = values[dim].values
     handles = [plot_seed_mean(ax, values.sel({dim: level}), color, f"{label} {level}", x=x)
-               for level, color in zip(levels, sequential_colors(len(levels)))]
+               for level, color in zip(levels, ordered_colors(len(levels)))]
     ax.set_title(title)
-    ax.set_ylabel("‖W − W₀‖ / ‖W‖")
+    ax.set_ylabel(WEIGHT_CHANGE)
     return handles
 
 
@@ -90,7 +89,7 @@ def loss_panel(ax: Axes, curves: Sequence[tuple[xr.DataArray, object, str, str]]
     """Losses (values(seed, time), colour, label, linestyle) vs x on a log axis, mean ± sd over seeds."""
     handles = [plot_seed_mean(ax, values, color, label, linestyle=style, x=x)
                for values, color, label, style in curves]
-    ax.set_yscale("log")
+    log_scale(ax)
     ax.set_title(title)
     return handles
 
@@ -108,12 +107,3 @@ def diag_image(ax: Axes, image: xr.DataArray, title: str, note: str = "") -> Non
 def run_label(text: str, run: xr.Dataset, loss: str, sep: str = " · ") -> str:
     """text plus the seeds present and any divergence, e.g. 'CIFAR-10 · 3 seeds · diverged at step 40'."""
     return with_divergence(f"{text}{sep}{seeds_note(run)}", divergence(run, loss), sep)
-
-
-def figure(width: float, height: float, stores: Sequence[xr.Dataset]) -> Figure:
-    """A constrained-layout figure that keeps its bottom free for every line of the footer finish()
-    writes (a real-data store's data_source has one line per dataset)."""
-    fig = plt.figure(figsize=(width, height), layout="constrained")
-    reserve = (FOOTER_LINE_IN * len(footer_text(list(stores)).splitlines()) + 0.05) / height
-    fig.get_layout_engine().set(rect=(0, reserve, 1, 1 - reserve))
-    return fig

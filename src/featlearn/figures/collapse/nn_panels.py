@@ -19,9 +19,18 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 from matplotlib.axes import Axes
-from matplotlib.ticker import NullFormatter
 
-from featlearn.figures.style import apply_style, finish, subplots
+from featlearn.figures.style import (
+    apply_style,
+    figure,
+    finish,
+    grid,
+    legend_right,
+    log_scale,
+    ordered_colors,
+    spread_note,
+    suptitle,
+)
 
 ORDER = ("mnist", "cifar10", "svhn")
 TITLES = {"mnist": "MNIST", "cifar10": "CIFAR-10", "svhn": "SVHN"}
@@ -31,7 +40,6 @@ STAGE_STYLE = {  # spec §2.5 / Figs 7–9 captions
     "right": ("tab:green", "$SV^\\top\\Phi(X)$"),
     "left": ("tab:red", "ReLU$(USV^\\top\\Phi(X))$"),
 }
-LAYER_COLORS = ("b", "g", "r", "m", "y")  # NFA per layer, as the authors' plots [C]
 NFA_CHANCE = 512 ** -0.5  # ≈ 0.04: correlation of unrelated width-512 matrices (§5)
 BAND_FLOOR = 0.01  # lower band edge ≥ 0.01 × mean (App. C)
 BAND_VARS = ("nc1", "train_loss")  # what decides that a seed ran
@@ -89,12 +97,6 @@ def mean_sd(values: np.ndarray) -> str:
     return f"{values.mean():.2f}" + (f" ± {values.std():.2f}" if values.size > 1 else "")
 
 
-def log_y(ax: Axes) -> None:
-    """Log y with labelled decades only: minor-tick mathtext labels made each figure take ~20 s to save."""
-    ax.set_yscale("log")
-    ax.yaxis.set_minor_formatter(NullFormatter())
-
-
 def _no_data(ax: Axes, run: xr.Dataset) -> bool:
     healthy, diverged = seed_groups(run)
     if healthy or diverged:
@@ -107,18 +109,29 @@ def _rows(ds: xr.Dataset) -> list[str]:
     return [d for d in ORDER if d in ds.dataset.values]
 
 
+def band_note(runs: list[xr.Dataset]) -> str:
+    """What the curves of these rows are, from the seeds each row has: 'mean ± sd over 3 seeds (…)', or 'one seed
+    per row, no band' when no row has two."""
+    counts = {len(seed_groups(run)[0]) for run in runs} - {0}
+    if not counts or max(counts) == 1:
+        return "1 seed per row, no band"
+    over = spread_note(counts.pop()) if len(counts) == 1 else "mean ± sd over the seeds named per row"
+    return f"{over} (lower edge ≥ {BAND_FLOOR:g} × mean)"
+
+
 def svd_figure(rows: list[tuple[str, xr.Dataset, str]], out: Path, title: str) -> None:
     """One row per (label, store, dataset), one column per head layer: NC1 of h^l (blue), S Vᵀh^l (green) and
     ReLU(W_l h^l) (red) against epoch, log y, rows sharing y; each panel names φ_l at the last epoch (claim: > 0.5)."""
     apply_style()
     layers = rows[0][1].layer.values
-    fig, axes = subplots(len(rows), len(layers), 1.75 * len(layers) + 0.4, 1.9 * len(rows) + 0.9)
+    stores = list({id(ds): ds for _, ds, _ in rows}.values())
+    fig = figure(1.75 * len(layers) + 1.6, 1.9 * len(rows) + 0.9, stores)
+    axes = grid(fig, len(rows), len(layers), sharey="row")
     for r, (label, ds, dataset) in enumerate(rows):
         run = ds.sel(dataset=dataset)
         for c, layer in enumerate(layers):
             ax = axes[r, c]
             if c:
-                ax.sharey(axes[r, 0])
                 ax.tick_params(labelleft=False)
             ax.set_title(f"Layer {int(layer)}")
             if _no_data(ax, run):
@@ -126,17 +139,17 @@ def svd_figure(rows: list[tuple[str, xr.Dataset, str]], out: Path, title: str) -
             at = run.sel(layer=layer)
             for stage, (color, name) in STAGE_STYLE.items():
                 band(ax, at.nc1.sel(stage=stage), run, color, name if (r, c) == (0, 0) else None)
-            log_y(ax)
+            log_scale(ax)
             ax.text(0.97, 0.97, f"φ = {mean_sd(final_values(at.phi, run))}", transform=ax.transAxes, ha="right",
                     va="top", fontsize=6.5)
             if r == len(rows) - 1:
                 ax.set_xlabel("epoch")
         axes[r, 0].set_ylabel(f"{label} {TITLES[dataset]}\n{seeds_label(run)}\nNC1 = tr$\\Sigma_W$/tr$\\Sigma_B$")
-    fig.legend(*axes[0, 0].get_legend_handles_labels(), loc="upper right", ncol=3, frameon=False, fontsize=7)
-    fig.suptitle(f"{title}: NC1 of each layer's input, after $SV^\\top$ and after the layer · mean ± sd over seeds "
-                 "(lower edge ≥ 0.01 × mean) · φ: share of the log-NC1 drop made by $SV^\\top$, last epoch",
-                 fontsize=8, x=0.01, ha="left")
-    finish(fig, out, list({id(ds): ds for _, ds, _ in rows}.values()))
+    legend_right(axes[0, -1], axes[0, 0].get_legend_handles_labels()[0])
+    runs = [ds.sel(dataset=dataset) for _, ds, dataset in rows]
+    suptitle(fig, f"{title}: NC1 of each layer's input, after $SV^\\top$ and after the layer · {band_note(runs)} · "
+                  "φ: share of the log-NC1 drop made by $SV^\\top$, last epoch")
+    finish(fig, out)
 
 
 def svd_rows(ds: xr.Dataset) -> list[tuple[str, xr.Dataset, str]]:
@@ -146,11 +159,12 @@ def svd_rows(ds: xr.Dataset) -> list[tuple[str, xr.Dataset, str]]:
 
 def nfa_figure(ds: xr.Dataset, out: Path, title: str) -> None:
     """Rows: datasets; columns: tr Σ_W/tr Σ_T (green) and tr Σ_B/tr Σ_T (blue) of h⁶, log y; the NFA
-    ρ(W_lᵀW_l, AGOP_l^{1/2}) per layer (b, g, r, m, y) with the final mean ± sd over layers × seeds (paper: MNIST MLP
+    ρ(W_lᵀW_l, AGOP_l^{1/2}) per layer (dark = layer 1) with the final mean ± sd over layers × seeds (paper: MNIST MLP
     0.74 ± 0.13, ResNet CIFAR-10 0.74 ± 0.17) and the chance level; the train loss, log y (Figs 10–12)."""
     apply_style()
     rows = _rows(ds)
-    fig, axes = subplots(len(rows), 3, 9.0, 2.0 * len(rows) + 0.9)
+    fig = figure(9.0, 2.0 * len(rows) + 0.9, ds)
+    axes = grid(fig, len(rows), 3)
     for r, dataset in enumerate(rows):
         run = ds.sel(dataset=dataset)
         ratio, nfa_ax, loss = axes[r]
@@ -159,22 +173,21 @@ def nfa_figure(ds: xr.Dataset, out: Path, title: str) -> None:
             continue
         band(ratio, run.w_over_t, run, "tab:green", "tr$\\Sigma_W$/tr$\\Sigma_T$")
         band(ratio, run.b_over_t, run, "tab:blue", "tr$\\Sigma_B$/tr$\\Sigma_T$")
-        log_y(ratio)
+        log_scale(ratio)
         ratio.set_title("NC ratios of $h^6$ (readout input)")
-        for layer, color in zip(run.layer.values, LAYER_COLORS):
+        for layer, color in zip(run.layer.values, ordered_colors(run.sizes["layer"])):
             band(nfa_ax, run.nfa_sqrt.sel(layer=layer), run, color, f"layer {int(layer)}")
-        nfa_ax.axhline(NFA_CHANCE, color="0.5", ls=":", lw=0.8, label="chance ≈ 0.04")
+        nfa_ax.axhline(NFA_CHANCE, color="0.5", ls=":", lw=0.8, label=f"chance ≈ {NFA_CHANCE:.2f}")
         nfa_ax.set_ylim(min(0.0, float(run.nfa_sqrt.min())), 1.0)
         nfa_ax.set_yticks(np.linspace(0, 1, 11))
         nfa_ax.set_title(f"NFA ρ($W^\\top W$, AGOP$^{{1/2}}$) · final {mean_sd(final_values(run.nfa_sqrt, run))}")
         band(loss, run.train_loss, run, "k", None)
-        log_y(loss)
+        log_scale(loss)
         loss.set_title("train loss (MSE, epoch mean)")
         if r == 0:
             ratio.legend(fontsize=6.5, frameon=False)
             nfa_ax.legend(fontsize=6, frameon=False, ncol=2)
     for ax in axes[-1]:
         ax.set_xlabel("epoch")
-    fig.suptitle(f"{title}: neural collapse, NFA and train loss · mean ± sd over seeds (lower edge ≥ 0.01 × mean)",
-                 fontsize=8, x=0.01, ha="left")
-    finish(fig, out, ds)
+    suptitle(fig, f"{title}: neural collapse, NFA and train loss · {band_note([ds.sel(dataset=d) for d in rows])}")
+    finish(fig, out)

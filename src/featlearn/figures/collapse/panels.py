@@ -8,13 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.style import apply_style, figure, finish, grid, log_scale, suptitle
 
 TITLES = {"cifar10": "CIFAR-10", "mnist": "MNIST", "svhn": "SVHN"}
 STAGE_STYLE = {  # spec §4 Fig 3: green X_l, orange M^{1/2}X_l, blue Φ(M^{1/2}X_l)
@@ -44,7 +43,8 @@ def nc_figure(ds: xr.Dataset, out: Path, number: int, order: tuple[str, ...] = (
     """Rows: datasets; columns: NC1 and NC2 of the three stages against layer, log y (Figs 3, 4)."""
     apply_style()
     rows = present(ds, order)
-    fig, axes = plt.subplots(len(rows), 2, figsize=(7.0, 2.2 * len(rows) + 0.6), squeeze=False)
+    fig = figure(7.0, 2.2 * len(rows) + 0.6, ds)
+    axes = grid(fig, len(rows), 2)
     layers = ds.layer.values
     for r, dataset in enumerate(rows):
         run = ds.sel(dataset=dataset)
@@ -53,17 +53,16 @@ def nc_figure(ds: xr.Dataset, out: Path, number: int, order: tuple[str, ...] = (
             for stage, (color, name) in STAGE_STYLE.items():
                 values = run[metric].sel(stage=stage).values
                 ax.plot(layers, np.where(values > 0, values, np.nan), "o-", ms=2.5, lw=1, color=color, label=name)
-            ax.set_yscale("log")
+            log_scale(ax)
             ax.set_xticks(layers if len(layers) <= 10 else layers[::2])
             ax.set_title(f"{TITLES[dataset]}: {label.split(' ')[0]}  ({_setup(ds, dataset)})", fontsize=8)
             ax.set_ylabel(label, fontsize=7)
             if r == len(rows) - 1:
                 ax.set_xlabel("layer $l$")
     axes[0, 0].legend(fontsize=7, frameon=False)
-    fig.suptitle(f"Fig {number} · Deep RFM, σ = {ds.attrs['activation']}: neural collapse against layer "
-                 f"(N = {ds.attrs['n_samples']})", fontsize=9)
-    fig.tight_layout(rect=(0, 0.4 / fig.get_figheight(), 1, 1))  # room for the footer's data lines
-    finish(fig, out, ds)
+    suptitle(fig, f"Fig {number} · Deep RFM, σ = {ds.attrs['activation']}: neural collapse against layer "
+                  f"(N = {ds.attrs['n_samples']})")
+    finish(fig, out)
 
 
 def gram_figure(rows: list[tuple[str, xr.Dataset, str]], out: Path, title: str) -> None:
@@ -73,7 +72,8 @@ def gram_figure(rows: list[tuple[str, xr.Dataset, str]], out: Path, title: str) 
     apply_style()
     rows = [row for row in rows if row[2] in row[1].dataset.values]
     cols = max(row[1].sizes["gram_layer"] for row in rows)
-    fig, axes = plt.subplots(len(rows), cols, figsize=(1.35 * cols + 0.6, 1.75 * len(rows) + 0.5), squeeze=False)
+    fig = figure(1.35 * cols + 0.9, 1.75 * len(rows) + 0.8, list({id(row[1]): row[1] for row in rows}.values()))
+    axes = grid(fig, len(rows), cols)
     for r, (label, ds, dataset) in enumerate(rows):
         run = ds.sel(dataset=dataset)
         k = run.sizes["class_a"]
@@ -92,9 +92,10 @@ def gram_figure(rows: list[tuple[str, xr.Dataset, str]], out: Path, title: str) 
             ax.set_xlabel(f"w {np.diag(block).mean():.2f} · b {block[off].mean():+.3f}", fontsize=6)
             if c == 0:
                 ax.set_ylabel(f"{label}\n{TITLES[dataset]}, {ds.attrs['activation']}", fontsize=7)
-    fig.subplots_adjust(bottom=0.7 / fig.get_figheight(), top=1 - 0.35 / fig.get_figheight())  # footer, title
-    bar = fig.colorbar(ScalarMappable(Normalize(-1, 1), cmap=CMAP), ax=axes.ravel().tolist(), ticks=[-1, -1 / 9, 0, 1],
+    classes = rows[0][1].sizes["class_a"]
+    etf = -1 / (classes - 1)  # between-class cosine of a simplex ETF
+    bar = fig.colorbar(ScalarMappable(Normalize(-1, 1), cmap=CMAP), ax=axes.ravel().tolist(), ticks=[-1, etf, 1],
                        fraction=0.02, pad=0.01, aspect=30)
-    bar.ax.set_yticklabels(["−1", "−1/9", "0", "1"], fontsize=6)
-    fig.suptitle(title + " · w/b: mean within/between-class cosine over the full set (ETF: 1 / −0.111)", fontsize=8)
-    finish(fig, out, [row[1] for row in rows])
+    bar.ax.set_yticklabels(["−1", f"−1/{classes - 1}", "1"], fontsize=6)
+    suptitle(fig, f"{title} · w/b: mean within/between-class cosine over the full set (ETF: 1 / {etf:.3f})")
+    finish(fig, out)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.style import apply_style, figure, finish, suptitle
 
 EXPERIMENTS = ("tangent_mnist",)
 CMAP = "berlin"  # dark-centred diverging map, matplotlib's stand-in for the paper's cmasher.wildfire
@@ -45,21 +44,17 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
         ("$K,\\ \\hat y_i = \\mathrm{sign}(y_i)$", binary.K.values, VMAX["K"], _sim_note(ds, "binary")),
         ("$K_{\\hat y}$", label_kernel(binary), VMAX["K_yhat"], ""),
     ]
-    width, height = 7.5, 2.9
-    side, pair_gap, group_gap = 0.165, 0.008, 0.045  # figure fractions: square panels, pairs drawn closer
-    lefts = np.cumsum([0.01, side + group_gap, side + pair_gap, side + group_gap, side + pair_gap])
-    fig = plt.figure(figsize=(width, height))
-    bottom, panel_height = 0.3, side * width / height
-    for left, (title, matrix, vmax, note) in zip(lefts, panels):
-        ax = fig.add_axes((left, bottom, side, panel_height))
+    fig = figure(7.5, 3.0, ds)
+    groups = fig.subfigures(1, 3, width_ratios=[1, 2, 2.2], wspace=0.02)  # K0, then each (K, K_ŷ) pair drawn closer
+    axes = [groups[0].subplots(), *groups[1].subplots(1, 2), *groups[2].subplots(1, 2)]
+    for ax, (title, matrix, vmax, note) in zip(axes, panels):
         ax.imshow(matrix, cmap=CMAP, vmin=-vmax, vmax=vmax, interpolation="nearest")
         ax.set_title(title)
         ax.set_xlabel(f"max {matrix.max():.1f}" + (f"\n{note}" if note else ""), fontsize=7)
         ax.set_xticks([])
         ax.set_yticks([])
-    cax = fig.add_axes((lefts[-1] + side + 0.012, bottom, 0.012, panel_height))
-    fig.colorbar(ScalarMappable(Normalize(-1, 1), cmap=CMAP), cax=cax, ticks=[0])
+    groups[2].colorbar(ScalarMappable(Normalize(-1, 1), cmap=CMAP), ax=axes[-1], ticks=[0], fraction=0.06)
     n, seeds = ds.sizes["sample_i"], ds.sizes["seed"]
-    fig.suptitle(f"Fig 1 · MNIST 2 vs 3, N = {n} kernel points ordered by $y_i$ (seed {int(ds.seed[0])} shown, "
-                 f"{seeds} seeds); colour limits ±{VMAX['K0']:g}, ±{VMAX['K']:g}, ±{VMAX['K_yhat']:g}", fontsize=8)
-    finish(fig, out, ds)
+    suptitle(fig, f"Fig 1 · MNIST 2 vs 3, N = {n} kernel points ordered by $y_i$ (seed {int(ds.seed[0])} shown, "
+                 f"{seeds} seeds); colour limits ±{VMAX['K0']:g}, ±{VMAX['K']:g}, ±{VMAX['K_yhat']:g}")
+    finish(fig, out)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import xarray as xr
 
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.style import apply_style, figure, finish
 
 EXPERIMENTS = ("tangent_penalties",)
 CURVES = (("w1", "-", "C0", r"$\tilde\omega_1(v)$"), ("w2", "--", "C1", r"$\tilde\omega_2(v)$"),
@@ -19,8 +18,8 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     penalties, so v² leaves the frame (as in the paper)."""
     apply_style()
     ds = stores["tangent_penalties"]
-    fig, ax = plt.subplots(figsize=(3.2, 3.0))
-    fig.subplots_adjust(left=0.15, right=0.97, top=0.9, bottom=0.17)
+    fig = figure(3.2, 3.0, ds)
+    ax = fig.subplots()
     for name, style, color, label in CURVES:
         ax.plot(ds.v, ds.omega_tilde.sel(penalty=name), style, color=color, label=label)
     ylim = ax.get_ylim()
@@ -31,4 +30,4 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     end = ds.omega_tilde.isel(v=-1)
     ax.set_title(f"Fig 2 · at v = {float(ds.v[-1]):g}: " + ", ".join(f"{float(x):.2f}" for x in end.values),
                  fontsize=8)
-    finish(fig, out, ds)
+    finish(fig, out)

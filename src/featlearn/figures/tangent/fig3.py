@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import xarray as xr
 
-from featlearn.figures.style import apply_style, finish
+from featlearn.figures.style import apply_style, figure, finish, suptitle
 
 EXPERIMENTS = ("tangent_mnist",)
 NEAR = 0.25  # |y_i| below which a point counts as "near y = 0" (spec §5, claim F3b)
@@ -31,8 +30,8 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     run = ds.isel(seed=0).sel(task="binary")
     y, out_net, diag = run.y.values, run.f_final.values, np.diagonal(run.K.values)
     grid = 1.1 * np.linspace(y.min(), y.max(), 500)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(6.2, 3.0), sharex=True, sharey=True, layout="constrained")
-    fig.get_layout_engine().set(rect=(0, 0.04, 1, 0.96))  # keep the footer clear of the x labels
+    fig = figure(6.2, 3.2, ds)
+    left, right = fig.subplots(1, 2, sharex=True, sharey=True)
     left.scatter(y, out_net, s=4, color="C0", label=r"$\hat y_i$", zorder=3)
     left.plot(grid, np.sign(grid), "-", color="C2", label="target function")
     left.plot(grid, grid, ":", color="black", label=r"$x \mapsto y$")
@@ -42,7 +41,7 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     left.legend(loc="upper left", fontsize=7)
     left.set_title(rf"max $|\hat y_i - \mathrm{{sign}}(y_i)|$ = {np.abs(out_net - np.sign(y)).max():.1e}", fontsize=8)
 
-    right.plot(grid, np.sign(grid) - grid, "--", color="C3", label="residual sign(y) − y")
+    right.plot(grid, np.sign(grid) - grid, "--", color="C3", label=r"residual $\mathrm{sign}(y) - y$")
     right.set_xlabel("$y$")
     twin = right.twinx()
     twin.scatter(y, diag, marker="x", s=8, linewidths=0.6, color="C1", label="$K(x_i, x_i)$")
@@ -55,6 +54,6 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     contrast = {t: np.mean([diagonal_contrast(ds.isel(seed=i).sel(task=t)) for i in range(n)])
                 for t in ("binary", "linear")}
     right.set_title(rf"mean $K(x_i, x_i)$, $|y_i| < {NEAR:g}$ over rest: {contrast['binary']:.2f}×", fontsize=8)
-    fig.suptitle(f"Fig 3 · binary-target network of Fig 1 (seed {int(ds.seed[0])}); diagonal contrast over {n} seeds: "
-                 f"binary {contrast['binary']:.2f}×, linear {contrast['linear']:.2f}× (paper ≈ 3×)", fontsize=8)
-    finish(fig, out, ds)
+    suptitle(fig, f"Fig 3 · binary-target network of Fig 1 (seed {int(ds.seed[0])}); diagonal contrast over {n} seeds: "
+                 f"binary {contrast['binary']:.2f}×, linear {contrast['linear']:.2f}× (paper ≈ 3×)")
+    finish(fig, out)

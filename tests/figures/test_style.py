@@ -1,0 +1,93 @@
+"""The figure builder (featlearn.figures.style): the overlap finder catches colliding texts and finds none on a
+builder figure with a long title, a figure legend and a multi-line footer; log axes are labelled at any span."""
+
+from __future__ import annotations
+
+import logging
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+import xarray as xr
+
+from featlearn.figures import style
+
+STORE = xr.Dataset(attrs={"scale": "smoke", "git_commit": "0123456789abcdef",
+                          "data_source": "cifar10 stand-in: labelled Gaussian blobs\nsvhn stand-in: labelled "
+                                         "Gaussian blobs\nmnist: real"})
+
+
+def test_deliberately_overlapping_texts_are_named() -> None:
+    fig, ax = plt.subplots(figsize=(3, 2))
+    ax.set_title("a panel title")
+    ax.text(0.5, 1.02, "an annotation on the title", transform=ax.transAxes, ha="center")
+    fig.text(0.5, 0.01, "a footer over the x tick labels", ha="center")
+    overlaps = style.text_overlaps(fig)
+    plt.close(fig)
+    assert any("title" in o and "an annotation on the title" in o for o in overlaps), overlaps
+    assert any("x tick label" in o and "a footer over the x tick labels" in o for o in overlaps), overlaps
+
+
+def test_builder_reserves_title_legend_and_footer_rows() -> None:
+    style.apply_style()
+    fig = style.figure(6, 2.5, [STORE])
+    axes = style.grid(fig, 1, 3)
+    handles = []
+    for ax, color in zip(axes[0], style.ordered_colors(3)):
+        handles += ax.plot(np.arange(10), np.exp(-np.arange(10) / 3), color=color, label=f"s₀ = {color[0]:.2f}")
+        style.log_scale(ax)
+        ax.set(title="layer 1 · train loss", xlabel="epoch", ylabel="loss")
+    style.legend_right(axes[0, -1], handles, title="init scale")
+    style.suptitle(fig, "Fig 0 · a deliberately long title that names the experiment, its learning rate, "
+                        "its data source and the number of seeds, mean ± sd over 3 seeds · ρ = cosine " * 2)
+    assert style.text_overlaps(fig) == []
+    assert "\n" in fig.get_suptitle()  # wrapped to the figure's width rather than running off it
+    plt.close(fig)
+
+
+def test_titles_wrap_between_words_but_never_inside_mathtext() -> None:
+    fig = style.figure(2, 2, STORE)
+    title = style.suptitle(fig, r"spectrum $\lambda_k \propto 1/(1+k^2)$ and $R_C = \langle F, G \rangle$ · " * 3)
+    assert all(line.count("$") % 2 == 0 for line in title.get_text().split("\n"))
+    assert max(style._text_width(fig, line, style.TITLE_SIZE) for line in title.get_text().split("\n")) < 2
+    plt.close(fig)
+
+
+def test_finish_warns_about_overlaps_but_still_saves(tmp_path, caplog) -> None:
+    fig = style.figure(3, 2, STORE)
+    ax = fig.subplots()
+    ax.text(0.5, 0.5, "one", transform=ax.transAxes)
+    ax.text(0.5, 0.5, "one", transform=ax.transAxes)
+    with caplog.at_level(logging.WARNING, logger="featlearn.figures.style"):
+        style.finish(fig, tmp_path / "fig.pdf")
+    assert (tmp_path / "fig.pdf").read_bytes()[:5] == b"%PDF-"
+    assert any("overlapping text" in r.message for r in caplog.records)
+
+
+def drawn_labels(ax: plt.Axes) -> list[str]:
+    ax.figure.draw_without_rendering()
+    lo, hi = ax.get_ylim()
+    return [t.get_text() for t in ax.get_yticklabels() if lo <= t.get_position()[1] <= hi and t.get_text()]
+
+
+@pytest.mark.parametrize(("low", "high"), [(0.3, 0.9), (0.15, 1.6), (0.09022, 0.09031), (2e-5, 3e-5), (1e-4, 1.0)])
+def test_log_axis_has_labelled_ticks_at_any_span(low: float, high: float) -> None:
+    fig, ax = plt.subplots(figsize=(2.5, 2))
+    ax.plot([0, 1], [low, high])
+    style.log_scale(ax)
+    labels = drawn_labels(ax)
+    assert len(labels) >= 2 and len(set(labels)) == len(labels), labels
+    assert style.text_overlaps(fig) == []
+    plt.close(fig)
+
+
+def test_ordered_colors_have_distinct_ends() -> None:
+    for n in (2, 3, 5):
+        colors = np.asarray(style.ordered_colors(n))
+        assert len(colors) == n
+        assert np.abs(colors[0] - colors[-1]).sum() > 1.0  # first dark, last light, not two shades of one hue
+
+
+def test_spread_note_drops_the_band_for_one_seed() -> None:
+    assert style.spread_note(1) == "1 seed"
+    assert style.spread_note(3, "net") == "mean ± sd over 3 nets"
