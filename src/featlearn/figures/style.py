@@ -42,6 +42,7 @@ PALETTE_END = 0.82  # viridis beyond this is yellow that vanishes on white
 UC_COLOR, C_COLOR = "tab:blue", "tab:green"
 TITLE_SIZE = 9
 FOOTER_SIZE = 6
+MIN_TICKS = 3  # labelled ticks on a log axis spanning less than two decades
 OVERLAP_PX = 1.0  # two texts collide when their boxes share more than this (at 100 dpi) in both directions
 
 
@@ -63,7 +64,8 @@ def figure(width: float, height: float, stores: xr.Dataset | Sequence[xr.Dataset
     """A constrained-layout figure of width × height inches with the stores' footer in its own bottom row."""
     stores = [stores] if isinstance(stores, xr.Dataset) else list(stores)
     fig = plt.figure(figsize=(width, height), layout="constrained")
-    fig.supxlabel(footer_text(stores), x=0.995, ha="right", fontsize=FOOTER_SIZE, color="0.4")
+    footer = _wrap(fig, footer_text(stores), FOOTER_SIZE, 0.99 * width)
+    fig.supxlabel(footer, x=0.995, ha="right", fontsize=FOOTER_SIZE, color="0.4")
     return fig
 
 
@@ -142,7 +144,7 @@ def _in(ticks: np.ndarray, vmin: float, vmax: float) -> np.ndarray:
 
 def _span_ticks(vmin: float, vmax: float, nbins: int) -> tuple[str, np.ndarray]:
     """The major ticks of a log axis on [vmin, vmax] and how to label them: decades where at least two are in view,
-    else 1-2-5 steps where at least two are, else evenly spaced values (a span under a factor of ~2.5)."""
+    else 1-2-5 steps where MIN_TICKS are, else about nbins evenly spaced values (a span under a factor of ~10)."""
     vmin, vmax = sorted((vmin, vmax))
     if not (np.isfinite(vmin) and np.isfinite(vmax)) or vmin <= 0:
         return "decades", np.array([])
@@ -151,9 +153,10 @@ def _span_ticks(vmin: float, vmax: float, nbins: int) -> tuple[str, np.ndarray]:
         return "decades", LogLocator(base=10, numticks=nbins + 2).tick_values(vmin, vmax)
     below = _decades(vmin / 10, vmax)
     one_two_five = _in(np.concatenate([below, 2 * below, 5 * below]), vmin, vmax)
-    if one_two_five.size >= 2:
+    if one_two_five.size >= MIN_TICKS:
         return "values", np.unique(one_two_five)
-    return "values", _in(MaxNLocator(nbins=nbins, steps=[1, 2, 2.5, 5, 10]).tick_values(vmin, vmax), vmin, vmax)
+    even = MaxNLocator(nbins=nbins, steps=[1, 2, 2.5, 5, 10], min_n_ticks=MIN_TICKS).tick_values(vmin, vmax)
+    return "values", _in(even, vmin, vmax)
 
 
 class _SpanLogLocator(Locator):
@@ -193,13 +196,15 @@ class _SpanLogFormatter(Formatter):
 
 
 def plain_labels(values: np.ndarray) -> list[str]:
-    """'0.0902', '0.0903' …: the fewest significant digits that keep every label distinct."""
+    """'0.0902', '0.09025' …: the fewest significant digits that write every tick exactly (to a millionth of the
+    spacing), so that labels are distinct and none is rounded."""
     finite = values[np.isfinite(values)]
-    for digits in range(1, 8):
+    spacing = np.diff(np.sort(finite)).min() if finite.size > 1 else abs(finite[0]) if finite.size else 1.0
+    for digits in range(1, 16):
         labels = [f"{v:.{digits}g}" for v in values]
-        if len(set(labels)) == len(finite):
+        if all(abs(float(label) - v) <= 1e-6 * spacing for label, v in zip(labels, values) if np.isfinite(v)):
             return labels
-    return [f"{v:.8g}" for v in values]
+    return [f"{v:.16g}" for v in values]
 
 
 def log_scale(ax: Axes, axis: str = "y", nbins: int = 4) -> None:

@@ -97,5 +97,5 @@ def gram_figure(rows: list[tuple[str, xr.Dataset, str]], out: Path, title: str) 
     bar = fig.colorbar(ScalarMappable(Normalize(-1, 1), cmap=CMAP), ax=axes.ravel().tolist(), ticks=[-1, etf, 1],
                        fraction=0.02, pad=0.01, aspect=30)
     bar.ax.set_yticklabels(["−1", f"−1/{classes - 1}", "1"], fontsize=6)
-    suptitle(fig, f"{title} · w/b: mean within/between-class cosine over the full set (ETF: 1 / {etf:.3f})")
+    suptitle(fig, f"{title} · w/b: mean within/between-class cosine over the full set (ETF: 1 and {etf:.3f})")
     finish(fig, out)

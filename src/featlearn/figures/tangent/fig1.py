@@ -25,8 +25,8 @@ def label_kernel(run: xr.Dataset) -> np.ndarray:
 
 def _sim_note(ds: xr.Dataset, task: str) -> str:
     values = ds.alignment.sel(task=task).values
-    return (f"sim = {values[0]:.2f}\n{len(values)} seeds: {values.mean():.2f} ± {values.std():.2f}"
-            f"\n(paper {PAPER_SIM[task]:.2f})")
+    spread = f"\n{len(values)} seeds: {values.mean():.2f} ± {values.std():.2f}" if len(values) > 1 else ""
+    return f"sim = {values[0]:.2f}{spread}\n(paper {PAPER_SIM[task]:.2f})"
 
 
 def render(stores: dict[str, xr.Dataset], out: Path) -> None:
@@ -56,5 +56,6 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     groups[2].colorbar(ScalarMappable(Normalize(-1, 1), cmap=CMAP), ax=axes[-1], ticks=[0], fraction=0.06)
     n, seeds = ds.sizes["sample_i"], ds.sizes["seed"]
     suptitle(fig, f"Fig 1 · MNIST 2 vs 3, N = {n} kernel points ordered by $y_i$ (seed {int(ds.seed[0])} shown, "
-                 f"{seeds} seeds); colour limits ±{VMAX['K0']:g}, ±{VMAX['K']:g}, ±{VMAX['K_yhat']:g}")
+                  f"of {seeds} seed{'' if seeds == 1 else 's'}); colour limits ±{VMAX['K0']:g}, ±{VMAX['K']:g}, "
+                  f"±{VMAX['K_yhat']:g}")
     finish(fig, out)
