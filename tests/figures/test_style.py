@@ -91,3 +91,8 @@ def test_ordered_colors_have_distinct_ends() -> None:
 def test_spread_note_drops_the_band_for_one_seed() -> None:
     assert style.spread_note(1) == "1 seed"
     assert style.spread_note(3, "net") == "mean ± sd over 3 nets"
+
+
+def test_plain_tick_labels_are_exact_not_rounded() -> None:
+    assert style.plain_labels(np.array([0.089925, 0.08995, 0.089975, 0.09])) == ["0.089925", "0.08995", "0.089975",
+                                                                                  "0.09"]
