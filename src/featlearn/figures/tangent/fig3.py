@@ -54,6 +54,7 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     contrast = {t: np.mean([diagonal_contrast(ds.isel(seed=i).sel(task=t)) for i in range(n)])
                 for t in ("binary", "linear")}
     right.set_title(rf"mean $K(x_i, x_i)$, $|y_i| < {NEAR:g}$ over rest: {contrast['binary']:.2f}×", fontsize=8)
-    suptitle(fig, f"Fig 3 · binary-target network of Fig 1 (seed {int(ds.seed[0])}); diagonal contrast over {n} seeds: "
-                 f"binary {contrast['binary']:.2f}×, linear {contrast['linear']:.2f}× (paper ≈ 3×)")
+    suptitle(fig, f"Fig 3 · binary-target network of Fig 1 (seed {int(ds.seed[0])}); diagonal contrast over {n} "
+                  f"seed{'' if n == 1 else 's'}: binary {contrast['binary']:.2f}×, linear {contrast['linear']:.2f}× "
+                  "(paper ≈ 3×)")
     finish(fig, out)
