@@ -38,7 +38,7 @@ def test_a_second_copy_of_a_running_job_stops_and_keeps_the_first_ones_log(tmp_p
     log = tmp_path / "train" / "run.log"
     log.parent.mkdir()
     log.write_text("the orphan's lines\n")
-    with open(log.with_name("run.log.lock"), "a+") as orphan:  # a live process holding the job's lock
+    with open(log.with_name(".run.log.lock"), "a+") as orphan:  # a live process holding the job's lock
         orphan.write("pid 4242 on node7\n")
         orphan.flush()
         fcntl.flock(orphan, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -56,9 +56,9 @@ def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logg
 
 
 def _lock_job(log_path: Path) -> None:
-    """Hold an exclusive lock on ``<log>.lock`` for the life of this process (the kernel drops it when the process
-    dies, however it dies); JobRunning names the process that holds it."""
-    lock = log_path.with_name(log_path.name + ".lock")
+    """Hold an exclusive lock on ``.<log>.lock`` beside the log for the life of this process (the kernel drops it when
+    the process dies, however it dies); JobRunning names the process that holds it."""
+    lock = log_path.with_name(f".{log_path.name}.lock")
     handle = open(lock, "a+")  # stays open: closing it would release the lock
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
