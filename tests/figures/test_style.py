@@ -62,6 +62,7 @@ def test_finish_warns_about_overlaps_but_still_saves(tmp_path, caplog) -> None:
         style.finish(fig, tmp_path / "fig.pdf")
     assert (tmp_path / "fig.pdf").read_bytes()[:5] == b"%PDF-"
     assert any("overlapping text" in r.message for r in caplog.records)
+    assert len(style.text_overlaps(fig)) == 1  # a closed figure can still be checked
 
 
 def drawn_labels(ax: plt.Axes) -> list[str]:

@@ -30,6 +30,7 @@ import xarray as xr  # noqa: E402
 from matplotlib.artist import Artist  # noqa: E402
 from matplotlib.axes import Axes  # noqa: E402
 from matplotlib.axis import Axis  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
 from matplotlib.figure import Figure, FigureBase  # noqa: E402
 from matplotlib.legend import Legend  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
@@ -279,6 +280,8 @@ def text_overlaps(fig: Figure) -> list[str]:
     """'A ↔ B' for every pair of drawn texts (titles, labels, tick labels, legends, annotations, footer) whose
     boxes overlap once the figure is laid out, by matplotlib's own extents. The figure is laid out twice, as
     savefig(bbox_inches="tight") does: the first pass places titles before fixed-aspect panels (heatmaps) shrink."""
+    if not hasattr(fig.canvas, "get_renderer"):  # closed by finish(): give it a canvas that measures text again
+        FigureCanvasAgg(fig)
     fig.draw_without_rendering()
     fig.draw_without_rendering()
     renderer = fig.canvas.get_renderer()
