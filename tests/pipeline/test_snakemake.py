@@ -229,3 +229,28 @@ def _assert_close(cpu, gpu, what: str) -> None:
         assert np.array_equal(np.isnan(a), np.isnan(b)), f"{what}: {var} is NaN in different places"
         err = np.abs(a - b) / np.maximum(1.0, np.abs(a))
         assert np.nanmax(err, initial=0.0) <= 1e-6, f"{what}: {var} differs by {np.nanmax(err):.2e} on CUDA"
+
+
+def test_no_figure_has_overlapping_text(built, tmp_path, monkeypatch):
+    """Every figure, drawn in-process from the smoke stores of the built tree, has no two texts (titles, legends,
+    footer, axis and tick labels, annotations) on top of each other: the layout of a figure cannot regress."""
+    import importlib
+
+    from matplotlib.figure import Figure
+
+    from featlearn.figures.style import text_overlaps
+
+    saved: list[Figure] = []
+    savefig = Figure.savefig
+    monkeypatch.setattr(Figure, "savefig", lambda fig, *a, **k: (saved.append(fig), savefig(fig, *a, **k))[1])
+    overlaps = {}
+    for figure in FIGURES:
+        paper, name = Path(figure).parent.name, Path(figure).stem
+        module = importlib.import_module(f"featlearn.figures.{paper}.{name}")
+        stores = {}
+        for experiment in module.EXPERIMENTS:
+            (path,) = (built / "results/smoke/metrics").glob(f"{experiment}.*.nc")
+            stores[experiment] = read_store(path)
+        module.render(stores, tmp_path / paper / f"{name}.pdf")
+        overlaps[figure] = text_overlaps(saved[-1])
+    assert {f: o for f, o in overlaps.items() if o} == {}
