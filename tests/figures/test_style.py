@@ -97,3 +97,31 @@ def test_spread_note_drops_the_band_for_one_seed() -> None:
 def test_plain_tick_labels_are_exact_not_rounded() -> None:
     assert style.plain_labels(np.array([0.089925, 0.08995, 0.089975, 0.09])) == ["0.089925", "0.08995", "0.089975",
                                                                                   "0.09"]
+
+
+def _runs(diverged: list[list[float]], test_loss: float = 0.1) -> xr.Dataset:
+    flags = np.array(diverged)
+    return xr.Dataset(
+        {"diverged": (("init_scale", "seed"), flags),
+         "test_loss": (("init_scale", "seed", "step"), np.full((*flags.shape, 3), test_loss))},
+        coords={"init_scale": [1.0, 0.1][: flags.shape[0]], "seed": list(range(flags.shape[1]))},
+        attrs={"scale": "smoke", "data_source": "synthetic"})
+
+
+def test_the_footer_names_diverged_runs_and_a_missing_test_loss_in_red() -> None:
+    ds = _runs([[0, 1], [np.nan, 0]], test_loss=np.nan)  # one diverged, one never run
+    assert style.store_warnings([ds]) == [
+        "⚠ 1 of 3 runs diverged (init_scale = 1.0; seed = 1): their curves stop at the last finite step",
+        "⚠ no test loss: the runs had no test split (data.n_test = 0)"]
+    fig = style.figure(6, 3, ds)
+    footer = fig._supxlabel
+    assert footer.get_text().startswith("⚠ 1 of 3 runs diverged") and footer.get_color() == "tab:red"
+    plt.close(fig)
+
+
+def test_a_clean_store_has_a_grey_footer_without_warnings() -> None:
+    ds = _runs([[0, 0]])
+    assert style.store_warnings([ds]) == []
+    fig = style.figure(6, 3, ds)
+    assert fig._supxlabel.get_color() == "0.4" and "⚠" not in fig._supxlabel.get_text()
+    plt.close(fig)

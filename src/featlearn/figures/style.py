@@ -61,12 +61,33 @@ def footer_text(stores: Sequence[xr.Dataset]) -> str:
     return f"featlearn · scale: {', '.join(scales)} · data: {'; '.join(sources)} · commit {commit}"
 
 
+def store_warnings(stores: Sequence[xr.Dataset]) -> list[str]:
+    """What a reader must know before trusting the curves, from the stores themselves: runs that diverged (named by
+    their sweep coordinates) and a test loss that has no value (the runs had no test split)."""
+    notes = []
+    for ds in stores:
+        if "diverged" in ds:
+            flags = np.asarray(ds["diverged"], dtype=float)
+            bad = np.argwhere(flags == 1)
+            if len(bad):
+                dims = ds["diverged"].dims
+                runs = ["; ".join(f"{d} = {ds[d].values[i]}" for d, i in zip(dims, row)) for row in bad[:3]]
+                more = f" and {len(bad) - 3} more" if len(bad) > 3 else ""
+                notes.append(f"⚠ {len(bad)} of {int(np.isfinite(flags).sum())} runs diverged ({', '.join(runs)}{more}):"
+                             " their curves stop at the last finite step")
+        if "test_loss" in ds and bool(ds["test_loss"].isnull().all()):
+            notes.append("⚠ no test loss: the runs had no test split (data.n_test = 0)")
+    return notes
+
+
 def figure(width: float, height: float, stores: xr.Dataset | Sequence[xr.Dataset]) -> Figure:
-    """A constrained-layout figure of width × height inches with the stores' footer in its own bottom row."""
+    """A constrained-layout figure of width × height inches with the stores' footer in its own bottom row; the
+    footer turns red and starts with a warning where a run diverged or a quantity was not measured."""
     stores = [stores] if isinstance(stores, xr.Dataset) else list(stores)
     fig = plt.figure(figsize=(width, height), layout="constrained")
-    footer = _wrap(fig, footer_text(stores), FOOTER_SIZE, 0.99 * width)
-    fig.supxlabel(footer, x=0.995, ha="right", fontsize=FOOTER_SIZE, color="0.4")
+    warnings = store_warnings(stores)
+    footer = _wrap(fig, "\n".join([*warnings, footer_text(stores)]), FOOTER_SIZE, 0.99 * width)
+    fig.supxlabel(footer, x=0.995, ha="right", fontsize=FOOTER_SIZE, color="tab:red" if warnings else "0.4")
     return fig
 
 
