@@ -381,6 +381,16 @@ def fig17_slo_raises(ds: xr.Dataset) -> Outcome:
 
 
 SPECTRUM_FIGURES = {"8": "isotropic", "9": "1/(1+k)", "10": "1/(1+k^2)"}
+# Failures seen at the quick scale, which for these synthetic sweeps equals the paper's settings but for one seed.
+SPECTRUM_DIAGNOSES = {
+    ("8", "c_more_robust"): Diagnosis(
+        OPEN, "in layer 1 C-NFC's final range over s₀ (0.37) exceeds UC-NFC's (0.32), while layer 2 agrees with the "
+        "paper (0.017 against 0.12); one seed, so seed noise is not ruled out"),
+    ("10", "small_s0_better"): Diagnosis(
+        OPEN, "UC-NFC does grow as s₀ shrinks (0.49 → 0.94), but the final test loss is lowest at s₀ = 1 (0.16 "
+        "against 0.21 at s₀ = 0.001); the paper gives its test losses only in a figure, so its margin is unknown; "
+        "one seed"),
+}
 
 FIG12 = Diagnosis(
     CONSTRUCTION, "with the stated lr and ε, adaptive SLO's fastest layer moves η·s = 1.0 per step against "
@@ -404,7 +414,10 @@ CLAIMS: list[Claim] = [
           "final C − UC gap below the initial gap in ≥ 50% of (dataset, layer) curves", ("real_mlp",),
           uc_rises_toward_c),
     Claim("fig2.vgg_c_above_uc", "2C", "C-NFC ≥ UC-NFC in every conv layer of VGG-11 through training.", "",
-          "seed-mean C ≥ UC at ≥ 90% of (epoch, layer) points, Pearson", ("vgg_cifar",), c_above_uc),
+          "seed-mean C ≥ UC at ≥ 90% of (epoch, layer) points, Pearson", ("vgg_cifar",), c_above_uc, Diagnosis(
+              OPEN, "C ≥ UC at 88% of the points, just under our 90% threshold, after the quick VGG was retuned to 60 "
+              "epochs so that it learns at all (at 10 epochs its loss stayed at chance); one seed on the CIFAR-10 "
+              "stand-in, so neither the stand-in nor seed noise is ruled out")),
     Claim("fig2.vgg_gap_early_deep", "2C", "The C − UC gap is largest early and in deeper layers (VGG).", "",
           "gap at the first epoch > at the last; deepest layer's gap > first layer's", ("vgg_cifar",),
           gap_early_and_deep("layer")),
@@ -435,7 +448,9 @@ CLAIMS: list[Claim] = [
     Claim("fig4.slo_rc_one", "4", "With SLO, R_C ≈ 1 for every s₀.", "≈ 1", "final layer-1 R_C ≥ 0.9 at every s₀",
           ("slo_sweep",), fig4_slo_rc_one),
     Claim("fig4.slo_nfc_one", "4", "With SLO, UC-NFC and C-NFC reach ≈ 1 at every s₀.", "≈ 1",
-          "final layer-1 UC and C ≥ 0.95 at every s₀", ("slo_sweep",), fig4_slo_nfc_one),
+          "final layer-1 UC and C ≥ 0.95 at every s₀", ("slo_sweep",), fig4_slo_nfc_one, Diagnosis(
+              OPEN, "UC and C reach 0.89–0.94, flat in s₀ (the invariance claim passes) but short of our 0.95 reading "
+              "of the paper's '≈ 1'; the quick scale runs the paper's settings with one seed")),
     Claim("fig4.slo_invariant", "4", "With SLO, UC-NFC does not depend on s₀.", "",
           "final layer-1 UC spread over s₀ ≤ 0.1", ("slo_sweep",), fig4_slo_invariant),
     Claim("fig11.gd_f_loses_faster", "4, 11", "Under GD, as s₀ grows F loses the EGOP structure faster than Ḡ.",
@@ -464,13 +479,14 @@ CLAIMS: list[Claim] = [
               "C-NFC ≥ 0.75 at the first measurement after step 1, every s₀ and layer", ("init_sweep",),
               c_high_early_sweep(spectrum)),
         Claim(f"fig{fig}.c_more_robust", fig, f"C-NFC is more robust to s₀ than UC-NFC ({spectrum} spectrum).", "",
-              "final C range over s₀ < UC range, in every layer", ("init_sweep",), c_more_robust(spectrum)),
+              "final C range over s₀ < UC range, in every layer", ("init_sweep",), c_more_robust(spectrum),
+              SPECTRUM_DIAGNOSES.get((fig, "c_more_robust"))),
         Claim(f"fig{fig}.uc_rises", fig, f"UC-NFC rises during training ({spectrum} spectrum).", "",
               "final UC > UC at init in ≥ 75% of (s₀, layer) curves", ("init_sweep",), uc_rises(spectrum)),
         Claim(f"fig{fig}.small_s0_better", fig,
               f"Smaller s₀ gives a higher UC-NFC and a lower test loss ({spectrum} spectrum).", "",
               "smallest s₀ vs s₀ = 1: higher final layer-1 UC and lower final test loss", ("init_sweep",),
-              small_s0_better(spectrum)),
+              small_s0_better(spectrum), SPECTRUM_DIAGNOSES.get((fig, "small_s0_better"))),
     )],
     Claim("fig12.equalizes_above_gd", "12", "Adaptive SLO brings every layer to a UC-NFC above GD's best layer.", "",
           "min over layers of SLO's final UC > max over layers of GD's", ("adaptive_slo",), fig12_equalizes_above_gd,
@@ -478,7 +494,9 @@ CLAIMS: list[Claim] = [
     Claim("fig12.test_lower", "12", "Adaptive SLO reaches a lower test loss than GD.", "",
           "final seed-mean test loss SLO < GD", ("adaptive_slo",), fig12_test_lower, FIG12),
     Claim("fig14.mlp_weights_move", "14", "MLP weights move substantially from init in every layer.", "",
-          "final ‖W − W₀‖/‖W‖ ≥ 0.1 in every layer and dataset", ("real_mlp",), weights_move),
+          "final ‖W − W₀‖/‖W‖ ≥ 0.1 in every layer and dataset", ("real_mlp",), weights_move, Diagnosis(
+              OPEN, "the smallest relative movement is 0.049 (the largest 0.55) after the quick scale's 10–20 epochs "
+              "on ≤ 4,500 images; that longer training closes the gap is likely but not measured")),
     Claim("fig15.vgg_weights_move", "15A", "VGG weights move substantially from init in every conv layer.", "",
           "final ‖W − W₀‖/‖W‖ ≥ 0.1 in every layer", ("vgg_cifar",), weights_move),
     Claim("fig15.gpt_weights_move", "15B", "GPT Q, K, V weights move substantially from init in every block.", "",
