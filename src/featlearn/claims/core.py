@@ -189,17 +189,21 @@ def mean_sd(v: np.ndarray) -> str:
     return fmt(float(v.mean())) if v.size == 1 else f"{fmt(float(v.mean()))} ± {fmt(float(v.std()))}"
 
 
+def _measured_on(stores: Sequence[xr.Dataset]) -> tuple[list[str], bool]:
+    """The stores' scales and whether any holds stand-in data: where a result was measured."""
+    scales = sorted({str(ds.attrs.get("scale", "?")) for ds in stores})
+    return scales, any("stand-in" in str(ds.attrs.get("data_source", "")) for ds in stores)
+
+
 def _context(stores: Sequence[xr.Dataset]) -> str:
     """Scale and stand-in data of the stores, so that a failure can be read against where it was measured."""
-    scales = sorted({str(ds.attrs.get("scale", "?")) for ds in stores})
-    standin = any("stand-in" in str(ds.attrs.get("data_source", "")) for ds in stores)
+    scales, standin = _measured_on(stores)
     return f"scale {', '.join(scales)}" + ("; stand-in data" if standin else "")
 
 
 def diagnose(diagnosis: Diagnosis | None, stores: Sequence[xr.Dataset]) -> Diagnosis:
     """The diagnosis of a failure on ``stores``: the claim's own where its cause holds there, else an open one."""
-    scales = {str(ds.attrs.get("scale", "?")) for ds in stores}
-    standin = any("stand-in" in str(ds.attrs.get("data_source", "")) for ds in stores)
+    scales, standin = _measured_on(stores)
     holds = diagnosis is not None and (
         (diagnosis.cause == QUICK_SCALE and "paper" not in scales)
         or (diagnosis.cause == STAND_IN and standin)
