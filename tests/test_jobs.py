@@ -48,3 +48,13 @@ def test_a_second_copy_of_a_running_job_stops_and_keeps_the_first_ones_log(tmp_p
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)  # the lock is free once the orphan exits
     text = log.read_text()
     assert text.startswith("the orphan's lines\n") and "second attempt" in text
+
+
+def test_a_figure_job_loads_no_torch_and_a_job_loading_it_later_keeps_its_threads(tmp_path):
+    code = (
+        "import sys\nfrom featlearn.jobs import start\nimport featlearn.store, featlearn.figures.collapse.fig2\n"
+        f"start({str(tmp_path / 'job.log')!r}, threads=2)\nprint('torch' in sys.modules)\n"
+        "import torch\nprint(torch.get_num_threads())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["False", "2"]

@@ -9,10 +9,10 @@ without complaint), so the writers embed a SHA-256 of the content and the reader
 from __future__ import annotations
 
 import hashlib
+import sys
 from typing import Any
 
 import numpy as np
-import torch
 import xarray as xr
 
 DIGEST_KEY = "sha256"  # key of a tensor file's digest; attribute name in a store
@@ -20,7 +20,8 @@ DIGEST_KEY = "sha256"  # key of a tensor file's digest; attribute name in a stor
 
 def _feed(h: Any, obj: Any, path: str) -> None:
     h.update(path.encode())
-    if isinstance(obj, torch.Tensor):
+    torch = sys.modules.get("torch")  # a tensor exists only where torch is loaded; store readers never load it
+    if torch is not None and isinstance(obj, torch.Tensor):
         t = obj.detach().cpu().contiguous()
         h.update(f"{t.dtype}{tuple(t.shape)}".encode())
         h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes())

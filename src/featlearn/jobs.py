@@ -1,4 +1,7 @@
-"""Glue between a Snakemake job and the library: logging, threads, file I/O that names paths."""
+"""Glue between a Snakemake job and the library: logging, threads, file I/O that names paths.
+
+torch is imported where a tensor is touched, not at the top: figure and claims jobs never need it, and importing it
+cost each of them 2 s of a 2-core quick build."""
 
 from __future__ import annotations
 
@@ -10,11 +13,13 @@ import socket
 import sys
 from pathlib import Path
 from types import TracebackType
-
-import torch
+from typing import TYPE_CHECKING
 
 from featlearn.gpus import claim_gpu
 from featlearn.integrity import DIGEST_KEY, tensors_digest
+
+if TYPE_CHECKING:
+    import torch
 
 LOADED_MODULES = "featlearn modules loaded:"
 _held: list = []  # this process's job lock, open (and so held) until the process exits
@@ -38,7 +43,9 @@ def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logg
         handlers.append(logging.FileHandler(log_path, mode="a"))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", handlers=handlers, force=True)
     logging.getLogger("featlearn").setLevel(logging.INFO)
-    torch.set_num_threads(max(1, threads))
+    os.environ["OMP_NUM_THREADS"] = str(max(1, threads))  # read when torch loads, here or later in the job
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(max(1, threads))
     log = logging.getLogger("featlearn")
     # Which scheduler job ran this (the cluster test and users auditing a run read it back).
     slurm = os.environ.get("SLURM_JOB_ID", "none")
@@ -92,6 +99,8 @@ def job_device(configured: str, gpus: int) -> torch.device:
     ``configured`` is config.yaml's ``device``. A job granted a GPU that CUDA cannot see fails under
     ``device: cuda`` and falls back to the CPU, with a warning, under ``device: auto``.
     """
+    import torch
+
     if not gpus:
         return torch.device("cpu")
     if torch.cuda.is_available():
@@ -108,6 +117,8 @@ def job_device(configured: str, gpus: int) -> torch.device:
 def save_tensors(obj: dict, path: str | Path) -> None:
     """torch.save through a temporary file and a rename (a killed job leaves no half file), with a digest of the
     content inside (``load_tensors`` checks it)."""
+    import torch
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
@@ -120,6 +131,8 @@ def save_tensors(obj: dict, path: str | Path) -> None:
 
 def load_tensors(path: str | Path) -> dict:
     """torch.load that checks the content digest and says which file is broken and how to rebuild it."""
+    import torch
+
     fix = "delete it and rerun snakemake to rebuild it"
     try:
         obj = torch.load(path, weights_only=False, map_location="cpu")  # a GPU's file opens anywhere

@@ -35,3 +35,20 @@ def test_reversing_store_uses_one_fixed_net():
     assert float(store["rho_observed"].sel(gamma=0.25, data_seed=1)) == pytest.approx(expected, rel=1e-12)
     with pytest.raises(KeyError, match="gamma"):
         reversing_store(cfg, {k: v for k, v in datasets.items() if k != (1.0, 0)})
+
+
+def test_one_file_per_gamma_holds_every_seed_and_measures_like_separate_draws():
+    from featlearn.data.synthetic import make_dataset
+    from featlearn.experiments import reversing
+
+    unit = {"n": 16, "d": 16, "k": 16, "gammas": [0.25, 1.0], "data_seeds": 3, "r_seeds": 2, "net_seed": 0,
+            "den2": "corrected", "eps1": 0.5, "eps2": 0.01, "x_scale": None}
+    params = reversing.datasets(unit)
+    assert len(params) == 2
+    files = [make_dataset(p) for p in params]
+    assert files[0]["x"].shape == (3, 16, 16)
+    assert torch.equal(files[0]["x"][2], alignment_reversing(16, 16, 0.25, 2)["x"])
+    store = reversing.measure(unit, files, None, "cpu")
+    separate = reversing_store(unit, {(g, s): alignment_reversing(16, 16, g, s) for g in unit["gammas"]
+                                      for s in range(3)})
+    assert store["rho_observed"].equals(separate["rho_observed"])

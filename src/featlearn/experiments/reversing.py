@@ -12,9 +12,9 @@ __all__ = ["check", "combine", "datasets", "entries", "measure", "reversing_stor
 
 
 def datasets(unit: dict) -> list[dict]:
-    fixed = {k: unit[k] for k in ("n", "d", "eps1", "eps2", "x_scale")}
-    return [{"task": "alignment_reversing", "gamma": g, "seed": s, **fixed}
-            for g in unit["gammas"] for s in range(unit["data_seeds"])]
+    """One file per γ, holding every data seed's draw."""
+    fixed = {k: unit[k] for k in ("n", "d", "eps1", "eps2", "x_scale", "data_seeds")}
+    return [{"task": "alignment_reversing", "gamma": g, **fixed} for g in unit["gammas"]]
 
 
 def reversing_store(cfg: dict, datasets: dict[tuple[float, int], dict]) -> Any:
@@ -87,5 +87,6 @@ def reversing_store(cfg: dict, datasets: dict[tuple[float, int], dict]) -> Any:
 
 
 def measure(unit: dict, data: list[dict], run: None, device: Any) -> Any:
-    keyed = {(p["gamma"], p["seed"]): d for p, d in zip(datasets(unit), data)}
+    keyed = {(p["gamma"], s): {"x": d["x"][s], "y": d["y"][s]}
+             for p, d in zip(datasets(unit), data) for s in range(p["data_seeds"])}
     return reversing_store(unit, keyed).assign_attrs(data_source="synthetic (generated)")

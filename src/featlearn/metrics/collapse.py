@@ -174,8 +174,13 @@ def svd_stages(w: torch.Tensor, h: torch.Tensor) -> dict[str, torch.Tensor]:
 
 
 def svd_stage_nc1(w: torch.Tensor, h: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
-    """NC1 at the three ``svd_stages``: input (blue), right (green), left (red) of Figs 2, 7–9."""
-    return {stage: nc1(f, labels) for stage, f in svd_stages(w, h).items()}
+    """NC1 at the three ``svd_stages``: input (blue), right (green), left (red) of Figs 2, 7–9.
+
+    NC1 is a ratio of traces, unchanged by U's orthonormal columns, so ``right`` is measured on W h itself: no SVD
+    (a third of a collapse snapshot's measurement at d = 3072)."""
+    h, w = h.to(torch.float64), w.to(torch.float64)
+    pre = h @ w.T
+    return {"input": nc1(h, labels), "right": nc1(pre, labels), "left": nc1(torch.relu(pre), labels)}
 
 
 def right_singular_fraction(stage_nc1: dict[str, float]) -> float:
