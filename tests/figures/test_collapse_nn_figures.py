@@ -12,9 +12,10 @@ FIGURES = (2, 7, 8, 9, 10, 11, 12)
 EPOCHS = np.arange(0, 21)  # loss every epoch, measurements every 5
 
 
-def _store(datasets=("mnist", "cifar10", "svhn"), seed_missing="svhn", diverged=("cifar10", 2), not_run=None):
+def _store(datasets=("mnist", "cifar10", "svhn"), seed_missing="svhn", diverged=("cifar10", 2), not_run=None,
+           untrained=None):
     """A combined store with the pipeline's schema: ``seed_missing`` ran seed 0 only, ``diverged`` = (dataset, seed)
-    turns NaN after epoch 12, ``not_run`` has no data at all."""
+    turns NaN after epoch 12, ``not_run`` has no data at all, ``untrained``'s loss falls only 2× (the rest 40×)."""
     rng = np.random.default_rng(0)
     d, s, e = len(datasets), 3, len(EPOCHS)
     decay = np.exp(-EPOCHS / 8.0)
@@ -24,7 +25,9 @@ def _store(datasets=("mnist", "cifar10", "svhn"), seed_missing="svhn", diverged=
     nfa = 0.8 - 0.5 * decay[None, None, :, None] + rng.normal(0, 0.05, (d, s, e, 5))
     nfa = np.where(measured[..., None], np.clip(nfa, -0.1, 1), np.nan)
     w = np.where(measured, 0.9 * decay + 0.01, np.nan) * np.ones((d, s, 1))
-    loss = (0.02 + decay) * rng.uniform(0.9, 1.1, (d, s, e))
+    loss = (0.001 + np.exp(-EPOCHS / 5.0)) * rng.uniform(0.99, 1.01, (d, s, e))
+    if untrained in datasets:
+        loss[list(datasets).index(untrained)] = 0.5 + 0.5 * decay
     ds = xr.Dataset(
         {"nc1": (("dataset", "seed", "step", "layer", "stage"), np.where(measured[..., None, None], nc1, np.nan)),
          "nfa_sqrt": (("dataset", "seed", "step", "layer"), nfa),
@@ -52,7 +55,7 @@ def _store(datasets=("mnist", "cifar10", "svhn"), seed_missing="svhn", diverged=
 
 
 STORES = {
-    "collapse_mlp": _store(),
+    "collapse_mlp": _store(untrained="mnist"),
     "collapse_resnet": _store(not_run="mnist"),
     "collapse_vgg": _store(datasets=("mnist", "cifar10")),  # a scale that skipped SVHN: the row is left out
 }
@@ -95,3 +98,22 @@ def test_final_values_use_the_last_measured_epoch_of_healthy_seeds():
     final = nn_panels.final_values(run.nfa_sqrt, run)
     np.testing.assert_array_equal(final, run.nfa_sqrt.sel(seed=[0, 1], step=20).values.ravel())
     assert nn_panels.mean_sd(np.array([0.6, 0.8])) == "0.70 ± 0.10"
+
+
+def test_a_row_that_did_not_pass_the_training_gate_says_so_on_its_panels(tmp_path):
+    ds = STORES["collapse_mlp"]
+    note = nn_panels.untrained_note(ds.sel(dataset="mnist"), "quick")
+    drop = 1 / (0.5 + 0.5 * np.exp(-EPOCHS[-1] / 8.0))  # the untrained row's loss, first over last
+    assert note.startswith(f"not trained to collapse: train loss fell {drop:.1f}× (gate 10×)")
+    assert "see paper scale" in note
+    assert "see paper scale" not in nn_panels.untrained_note(ds.sel(dataset="mnist"), "paper")
+    assert nn_panels.untrained_note(ds.sel(dataset="cifar10"), "quick") is None
+    texts = []
+    plt.close("all")
+    original = nn_panels.finish
+    try:
+        nn_panels.finish = lambda fig, out: texts.extend(t.get_text() for ax in fig.axes for t in ax.texts)
+        nn_panels.nfa_figure(ds, tmp_path / "f.pdf", "Fig 10")
+    finally:
+        nn_panels.finish = original
+    assert sum(t.startswith("not trained to collapse") for t in texts) == 1

@@ -43,6 +43,7 @@ STAGE_STYLE = {  # spec §2.5 / Figs 7–9 captions
 NFA_CHANCE = 512 ** -0.5  # ≈ 0.04: correlation of unrelated width-512 matrices (§5)
 BAND_FLOOR = 0.01  # lower band edge ≥ 0.01 × mean (App. C)
 BAND_VARS = ("nc1", "train_loss")  # what decides that a seed ran
+TRAINED_DROP = 10.0  # spec §2.6's gate: a run is trained once its train loss is below 10% of its initial value
 
 
 def seed_groups(run: xr.Dataset) -> tuple[list[int], list[int]]:
@@ -105,6 +106,27 @@ def _no_data(ax: Axes, run: xr.Dataset) -> bool:
     return True
 
 
+def untrained_note(run: xr.Dataset, scale: str) -> str | None:
+    """'not trained to collapse: train loss fell 3.1× (gate 10×) · quick scale, see paper scale' when the healthy
+    seeds' mean train loss did not pass spec §2.6's gate; None when it did (or nothing ran)."""
+    healthy, _ = seed_groups(run)
+    if not healthy:
+        return None
+    loss = run.train_loss.sel(seed=healthy).mean("seed").dropna("step").values
+    if loss.size < 2 or loss[0] / loss[-1] >= TRAINED_DROP:
+        return None
+    where = "" if scale == "paper" else f" · {scale} scale, see paper scale"
+    return f"not trained to collapse: train loss fell {loss[0] / loss[-1]:.1f}× (gate {TRAINED_DROP:g}×){where}"
+
+
+def _flag_untrained(ax: Axes, run: xr.Dataset, scale: str) -> None:
+    """The row's ``untrained_note`` on the panel itself, in red: a reader looking at the curves sees it."""
+    note = untrained_note(run, scale)
+    if note:
+        ax.text(0.5, 0.5, note.replace(": ", ":\n", 1).replace(" · ", "\n"), transform=ax.transAxes, ha="center",
+                va="center", fontsize=6.5, color="tab:red", bbox={"facecolor": "white", "alpha": 0.8, "lw": 0})
+
+
 def _rows(ds: xr.Dataset) -> list[str]:
     return [d for d in ORDER if d in ds.dataset.values]
 
@@ -144,6 +166,8 @@ def svd_figure(rows: list[tuple[str, xr.Dataset, str]], out: Path, title: str) -
                     va="top", fontsize=6.5)
             if r == len(rows) - 1:
                 ax.set_xlabel("epoch")
+            if c == len(layers) // 2:
+                _flag_untrained(ax, run, str(ds.attrs.get("scale", "?")))
         axes[r, 0].set_ylabel(f"{label} {TITLES[dataset]}\n{seeds_label(run)}\nNC1 = tr$\\Sigma_W$/tr$\\Sigma_B$")
     legend_right(axes[0, -1], axes[0, 0].get_legend_handles_labels()[0])
     runs = [ds.sel(dataset=dataset) for _, ds, dataset in rows]
@@ -183,6 +207,7 @@ def nfa_figure(ds: xr.Dataset, out: Path, title: str) -> None:
         nfa_ax.set_title(f"NFA ρ($W^\\top W$, AGOP$^{{1/2}}$) · final {mean_sd(final_values(run.nfa_sqrt, run))}")
         band(loss, run.train_loss, run, "k", None)
         log_scale(loss)
+        _flag_untrained(loss, run, str(ds.attrs.get("scale", "?")))
         loss.set_title("train loss (MSE, epoch mean)")
         if r == 0:
             ratio.legend(fontsize=6.5, frameon=False)
