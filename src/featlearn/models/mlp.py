@@ -1,4 +1,5 @@
-"""Bias-free fully connected networks (alignment spec §1.1, §1.9, §3.3)."""
+"""Fully connected networks: bias-free in the alignment paper (spec §1.1, §1.9, §3.3), with optional biases and
+He-normal weights in the tangent paper (tangent spec §1.1)."""
 
 from __future__ import annotations
 
@@ -8,22 +9,23 @@ import torch
 from torch import nn
 
 ACTIVATIONS = {"relu": torch.relu, "quadratic": torch.square}
+INIT_CONVENTIONS = ("torch_std", "v1_variance", "he_normal")
 
 
 class MLP(nn.Module):
-    """f(x) = W_L φ(W_{L-1} ⋯ φ(W_0 x)), no biases.
+    """f(x) = W_L φ(W_{L-1} ⋯ φ(W_0 x)), no biases unless ``bias`` (then every layer, readout included, adds one).
 
     ``forward`` takes optional ``shifts``, one zero tensor per hidden layer added to the
     pre-activation h_ℓ before φ: differentiating with respect to them gives ∂f/∂h_ℓ for every
     sample and every layer in one backward pass (spec §1.2).
     """
 
-    def __init__(self, d: int, widths: list[int], out: int = 1, activation: str = "relu") -> None:
+    def __init__(self, d: int, widths: list[int], out: int = 1, activation: str = "relu", bias: bool = False) -> None:
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"unknown activation {activation!r}; allowed: {sorted(ACTIVATIONS)}")
         dims = [d, *widths, out]
-        self.layers = nn.ModuleList(nn.Linear(a, b, bias=False) for a, b in zip(dims[:-1], dims[1:]))
+        self.layers = nn.ModuleList(nn.Linear(a, b, bias=bias) for a, b in zip(dims[:-1], dims[1:]))
         self.activation = activation
         self.phi = ACTIVATIONS[activation]
 
@@ -57,12 +59,14 @@ def init_mlp(
     convention: str = "torch_std",
     readout_scale: float = 1.0,
 ) -> MLP:
-    """Draw every weight matrix; ``scales`` has one entry per hidden layer (spec §1.9).
+    """Draw every weight matrix (and bias), layer by layer; ``scales`` has one entry per hidden layer (spec §1.9).
 
     ``torch_std``: W = s · U(−1/√fan_in, 1/√fan_in), i.e. s times nn.Linear's default, so s
     multiplies the standard deviation. ``v1_variance``: W ~ N(0, s/fan_in) as in the paper's
-    first version, so s multiplies the variance. The readout is drawn at s = 1 and then
-    multiplied by ``readout_scale``.
+    first version, so s multiplies the variance. ``he_normal``: W ~ N(0, 2s/fan_in), He et al.'s
+    init for ReLU (the tangent paper's networks, [C]). The readout is drawn at s = 1 and then
+    multiplied by ``readout_scale``. A layer's bias, drawn right after its weight, is nn.Linear's
+    default U(−1/√fan_in, 1/√fan_in) under every convention.
     """
     if len(scales) != len(model.hidden):
         raise ValueError(f"{len(scales)} init scales for {len(model.hidden)} hidden layers")
@@ -74,14 +78,19 @@ def init_mlp(
                 w = torch.empty_like(layer.weight).uniform_(-bound, bound, generator=generator) * s
             elif convention == "v1_variance":
                 w = torch.randn(layer.weight.shape, generator=generator) * math.sqrt(s / fan_in)
+            elif convention == "he_normal":
+                w = torch.randn(layer.weight.shape, generator=generator) * math.sqrt(2 * s / fan_in)
             else:
-                raise ValueError(f"unknown init convention {convention!r}; allowed: torch_std, v1_variance")
+                raise ValueError(f"unknown init convention {convention!r}; allowed: {INIT_CONVENTIONS}")
             layer.weight.copy_(w)
+            if layer.bias is not None:
+                bound = 1.0 / math.sqrt(fan_in)
+                layer.bias.copy_(torch.empty_like(layer.bias).uniform_(-bound, bound, generator=generator))
         model.layers[-1].weight.mul_(readout_scale)
     return model
 
 
 def build(m: dict, shape: tuple[int, ...], out: int, generator: torch.Generator) -> MLP:
-    """The bias-free MLP of a run's ``model`` block (``models.build_model``)."""
-    model = MLP(shape[0], m["widths"], out=out, activation=m["activation"])
+    """The MLP of a run's ``model`` block (``models.build_model``); bias-free unless ``model.bias``."""
+    model = MLP(shape[0], m["widths"], out=out, activation=m["activation"], bias=m.get("bias", False))
     return init_mlp(model, m["init_scales"], generator, m["init_convention"], m["readout_scale"])
