@@ -11,6 +11,11 @@ non-finite loss stops the run and records it as diverged. SIGTERM (SLURM's time 
 Time is counted in optimizer steps. Experiments stated in epochs (``train.epochs``) are
 converted with the run's steps per epoch, after an optional warm-up (``train.warmup``: the
 alignment code's epoch at lr 1e-4 that defines its "init" point).
+
+The learning rate is constant, nanoGPT's warm-up and cosine (``train.schedule``, in steps), or PyTorch's
+CosineAnnealingLR stepped once per epoch (``train.cosine_annealing``, the tangent paper's). The init and the
+minibatch order draw from generators seeded with the run's seed, or with ``seeds.init`` and ``seeds.shuffle`` where
+the run keys its random streams (``featlearn.seeds``).
 """
 
 from __future__ import annotations
@@ -50,10 +55,8 @@ def measurement_steps(steps: int, every: int, start: int = 0, stride: int = 1) -
 def training_tensors(data: dict) -> dict[str, torch.Tensor]:
     """Inputs and targets of any dataset file: synthetic (x, y), images (x_train, y_train) or a
     character corpus (train, val). Scalar targets become one output column."""
-    if "x" in data:
-        x, y, xt, yt = data["x"], data["y"], data["x_test"], data["y_test"]
-    elif "x_train" in data:
-        x, y = data["x_train"], data["y_train"]
+    if "x" in data or "x_train" in data:
+        x, y = (data["x"], data["y"]) if "x" in data else (data["x_train"], data["y_train"])
         xt, yt = data.get("x_test", x[:0]), data.get("y_test", y[:0])
     else:
         return {"tokens": torch.as_tensor(data["train"]).long(),
@@ -75,11 +78,29 @@ def schedule(spec: dict, n: int) -> dict[str, int]:
             "measure": measurement_steps(steps, tr["measure_every"], warmup, per_epoch)}
 
 
-def lr_at(tr: dict, step: int, warmup_steps: int) -> float:
-    """The learning rate of one step: a constant after the alignment warm-up epoch, or nanoGPT's
-    linear warm-up then cosine decay (``train.schedule``)."""
-    if step < warmup_steps:
+def annealed_lr(lr: float, epoch: int, t_max: int) -> float:
+    """The learning rate of epoch ``epoch`` (0 = the first) under PyTorch's CosineAnnealingLR (η_min = 0, period
+    ``t_max`` epochs, rising again after it), ≈ lr (1 + cos(π epoch / t_max)) / 2. Replays the scheduler's recursive
+    update, whose last bits differ from the closed form, so that a run matches one driven by the scheduler bit for
+    bit."""
+    value = lr
+    for e in range(1, epoch + 1):
+        if (e - 1 - t_max) % (2 * t_max) == 0:
+            value = value + lr * (1 - math.cos(math.pi / t_max)) / 2
+        else:
+            value = (1 + math.cos(math.pi * e / t_max)) / (1 + math.cos(math.pi * (e - 1) / t_max)) * value
+    return value
+
+
+def lr_at(tr: dict, step: int, plan: dict[str, int]) -> float:
+    """The learning rate of one step: a constant after the alignment warm-up epoch, nanoGPT's linear warm-up then
+    cosine decay (``train.schedule``), or a cosine annealed per epoch (``train.cosine_annealing``, period ``t_max``
+    epochs, default ``train.epochs``). ``plan`` is the run's ``schedule``."""
+    if step < plan["warmup_steps"]:
         return tr["warmup"]["lr"]
+    if "cosine_annealing" in tr:
+        epoch = (step - plan["warmup_steps"]) // plan["steps_per_epoch"]
+        return annealed_lr(tr["lr"], epoch, tr["cosine_annealing"].get("t_max") or tr["epochs"])
     cosine = tr.get("schedule")
     if cosine is None:
         return tr["lr"]
@@ -218,7 +239,7 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path, device: torch.dev
     batch = tr.get("batch_size") or n
     per_epoch = math.ceil(n / batch)
     plan = schedule(spec, n)
-    shuffle = torch.Generator().manual_seed(spec["seed"] + 1)
+    shuffle = torch.Generator().manual_seed(spec.get("seeds", {}).get("shuffle", spec["seed"] + 1))
     torch.manual_seed(spec["seed"] + 2)  # dropout draws from the global generator: seed it, checkpoint it
     measure_at = set(plan["measure"])
     canonical = spec_json(spec)
@@ -270,7 +291,7 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path, device: torch.dev
                 optimizer.set_speeds(adaptive_speeds(layer_nfcs(model, x), len(model.layers), tr["slo_adaptive"]["s"]))
                 state["speeds"].append([g["speed"] for g in optimizer.param_groups])
             for group in optimizer.param_groups:
-                group["lr"] = lr_at(tr, step, plan["warmup_steps"])
+                group["lr"] = lr_at(tr, step, plan)
             optimizer.zero_grad()
             loss = loss_fn(loss_name, model(xb), yb)
             state["losses"].append(loss.item())

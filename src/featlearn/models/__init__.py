@@ -35,10 +35,11 @@ def _shapes(data: dict) -> tuple[tuple[int, ...] | None, int]:
 
 
 def build_model(spec: dict, data: dict) -> nn.Module:
-    """The run's network at initialization, drawn from a generator seeded with the run's seed."""
+    """The run's network at initialization, drawn from a generator seeded with the run's seed, or with
+    ``spec['seeds']['init']`` where the run keys its random streams (``featlearn.seeds``)."""
     m = spec["model"]
     arch = m.get("arch", "mlp")
     if arch not in DISPATCH:
         raise ValueError(f"unknown model.arch {arch!r}; choose one of {ARCHS}")
-    generator = torch.Generator().manual_seed(spec["seed"])
+    generator = torch.Generator().manual_seed(spec.get("seeds", {}).get("init", spec["seed"]))
     return importlib.import_module(DISPATCH[arch]).build({"arch": arch, **m}, *_shapes(data), generator)
