@@ -101,10 +101,45 @@ def test_shared_datasets_have_one_key():
          "experiments.gpt_shakespeare.model.arch gpt needs model.n_embd"),
         (lambda c: c["experiments"]["real_mlp"]["data"].update(dataset="imagenet"),
          "experiments.real_mlp.data.dataset must be one of"),
+        (lambda c: c["experiments"]["gpt_shakespeare"]["train"].update(cosine_annealing={"t_max": 5}),
+         "experiments.gpt_shakespeare.train: 'epochs' is a dependency of 'cosine_annealing'"),
+        (lambda c: c["experiments"]["real_mlp"]["train"].update(
+            cosine_annealing={}, schedule={"warmup_steps": 0, "decay_steps": 5, "min_lr": 0.0}),
+         "experiments.real_mlp.train: schedule and cosine_annealing exclude each other; keep one"),
+        (lambda c: c["experiments"]["real_mlp"]["model"].update(init_convention="he"),
+         "must be one of ['torch_std', 'v1_variance', 'he_normal'] (got 'he')"),
     ],
 )
 def test_network_mistakes_name_the_key(mutate, expected):
     assert expected in _invalid(mutate)
+
+
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda c: c["experiments"]["tangent_mnist"]["data"].update(normalization="standardize"),
+         "tangent_mnist.data.normalization must be one of ['unit_norm', 'unit_variance'] (got 'standardize')"),
+        (lambda c: c["experiments"]["tangent_mnist"]["data"].update(labels=[0, 1]),
+         "tangent_mnist.data.labels.0 must be one of [-1, 1] (got 0)"),
+        (lambda c: c["experiments"]["tangent_mnist"]["data"].update(n_train=1001),
+         "tangent_mnist: need data.n_kernel ≤ data.n_train ≤ 1000"),
+        (lambda c: c["experiments"]["tangent_mnist"]["data"].update(n_kernel=501),
+         "got n_kernel = 501, n_train = 500"),
+        (lambda c: c["experiments"]["tangent_mnist"]["train"].update(batch_size=501),
+         "tangent_mnist.train.batch_size (501) exceeds data.n_train (500)"),
+        (lambda c: c["experiments"]["tangent_mnist"]["teacher"].update(fit="sgd"),
+         "tangent_mnist.teacher.fit sgd needs teacher.sgd"),
+        (lambda c: c["experiments"]["tangent_mnist"]["teacher"].update(fit="sgd", sgd={"lr": 0.1}),
+         "tangent_mnist.teacher.sgd: 'momentum' is a required property"),
+    ],
+)
+def test_tangent_mistakes_are_caught_before_any_job(mutate, expected):
+    """Each of these once validated and then failed inside the job (or, for 'standardize', always did)."""
+    assert expected in _invalid(mutate)
+
+
+def test_list_values_in_file_keys_read_as_shapes():
+    assert fc.key({"widths": [128, 128], "fit": "lstsq", "t_max": None}) == "fit-lstsq_t_max-none_widths-128x128"
 
 
 def test_yaml_syntax_error_names_line_and_column(tmp_path):

@@ -60,6 +60,8 @@ def _describe(error: jsonschema.ValidationError, where: str) -> str:
         return f"{place} must be <= {value} (got {error.instance!r})"
     if error.validator == "required":
         return f"{place}: {error.message}"
+    if error.validator == "not" and set(value) == {"required"}:
+        return f"{place}: {' and '.join(value['required'])} exclude each other; keep one"
     if error.validator == "type":
         hint = ""
         if isinstance(error.instance, str) and "number" in str(value) and _looks_numeric(error.instance):
@@ -200,7 +202,9 @@ def experiment(config: dict, name: str) -> dict:
 
 
 def fmt(value: Any) -> str:
-    """A value as it appears in file names: 0.001 -> '0.001', None -> 'none'."""
+    """A value as it appears in file names: 0.001 -> '0.001', None -> 'none', [128, 128] -> '128x128'."""
+    if isinstance(value, list | tuple):
+        return "x".join(fmt(v) for v in value)
     return "none" if value is None else str(value)
 
 

