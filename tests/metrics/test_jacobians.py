@@ -1,6 +1,6 @@
 import torch
 
-from featlearn.metrics.jacobians import layer_jacobians
+from featlearn.metrics.jacobians import layer_jacobians, output_gradients, zero_shifts
 from featlearn.models.mlp import MLP, init_mlp
 
 
@@ -32,3 +32,14 @@ def test_quadratic_activation_jacobian_is_analytic():
     (jac,) = layer_jacobians(model, x)
     h = x @ model.layers[0].weight.T
     torch.testing.assert_close(jac[:, 0, :], 2 * model.layers[1].weight[0] * h)
+
+
+def test_output_gradients_give_every_samples_gradient_one_pass_per_output():
+    # out[α, j] = Σ_i a[j, i] z_α,i² with z = x + shift: ∂out_j(x_α)/∂z_α = 2 a[j] ⊙ z_α, all α from one pass.
+    x = torch.randn(5, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
+    a = torch.randn(3, 4, dtype=torch.float64, generator=torch.Generator().manual_seed(3))
+    (shift,) = zero_shifts([(5, 4)], torch.float64, torch.device("cpu"))
+    grads = list(output_gradients(((x + shift) ** 2) @ a.T, [shift]))
+    assert len(grads) == 3
+    for j, (g,) in enumerate(grads):
+        torch.testing.assert_close(g, 2 * a[j] * x)

@@ -16,6 +16,7 @@ from collections.abc import Iterable
 import torch
 import torch.nn.functional as F
 
+from featlearn.metrics.jacobians import output_gradients, zero_shifts
 from featlearn.models.gpt import GPT
 
 TARGETS = ("logits", "loss")
@@ -63,14 +64,8 @@ def exact_attention_feature_covariances(model: GPT, idx: torch.Tensor) -> Covari
     over sequences. T·V passes: for tests on tiny models."""
     net = copy.deepcopy(model).eval().requires_grad_(False)
     shifts = _zero_shifts(net, idx)
-    logits = net(idx, shifts)
-    _, T, V = logits.shape
-    outputs = [(t, v) for t in range(T) for v in range(V)]
-    passes = (
-        torch.autograd.grad(logits[:, t, v].sum(), shifts, retain_graph=i < len(outputs) - 1)
-        for i, (t, v) in enumerate(outputs)
-    )
-    return _covariances(passes, net, len(idx))
+    # the outputs of a sequence are its T·V logits, in (t, v) order
+    return _covariances(output_gradients(net(idx, shifts).flatten(1), shifts), net, len(idx))
 
 
 def _probe(logits: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
@@ -81,8 +76,7 @@ def _probe(logits: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
 def _zero_shifts(net: GPT, idx: torch.Tensor) -> list[torch.Tensor]:
     """One (B, T, 3C) zero tensor per block, in the model's dtype, to differentiate against."""
     shape = (*idx.shape, 3 * net.config.n_embd)
-    dtype = net.lm_head.weight.dtype
-    return [torch.zeros(shape, dtype=dtype, device=idx.device, requires_grad=True) for _ in net.blocks]
+    return zero_shifts([shape] * len(net.blocks), net.lm_head.weight.dtype, idx.device)
 
 
 def _covariances(passes: Iterable[tuple[torch.Tensor, ...]], net: GPT, denominator: int) -> Covariances:

@@ -13,6 +13,7 @@ import copy
 import torch
 from torch import nn
 
+from featlearn.metrics.jacobians import output_gradients, zero_shifts
 from featlearn.models.vgg import POOL_AFTER, VGG11
 
 
@@ -39,13 +40,8 @@ def conv_feature_covariances(
                 conv.bias.zero_()
     ks = [torch.zeros(c.out_channels, c.out_channels, dtype=torch.float64, device=x.device) for c in net.conv_layers]
     for batch in x.split(batch_size):
-        shifts = [
-            torch.zeros(shape, dtype=batch.dtype, device=batch.device, requires_grad=True)
-            for shape in _conv_output_shapes(net, batch)
-        ]
-        out = net(batch, shifts)
-        for j in range(out.shape[1]):
-            grads = torch.autograd.grad(out[:, j].sum(), shifts, retain_graph=j < out.shape[1] - 1)
+        shifts = zero_shifts(_conv_output_shapes(net, batch), batch.dtype, batch.device)
+        for grads in output_gradients(net(batch, shifts), shifts):
             for k, g in zip(ks, grads):
                 # (n, C, H, W) -> (C, n·H·W): one column per image and position.
                 flat = g.to(torch.float64).transpose(0, 1).reshape(g.shape[1], -1)

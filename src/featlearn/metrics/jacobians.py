@@ -1,27 +1,42 @@
-"""Per-layer Jacobians with respect to the pre-activations (alignment spec §1.2).
+"""The one Jacobian routine: ∂f_j/∂z at every sample, for every output j, by one backward pass per output.
 
-J_ℓ[α, j, :] = ∂f_j(x_α)/∂h_ℓ(x_α). Samples do not interact in these networks, so one
-backward pass of Σ_α f_j(x_α) with respect to a zero shift on every h_ℓ gives all samples and
-all layers at once: c backward passes in total, never a loop over samples.
+Samples do not interact in these networks (no BatchNorm; attention mixes positions of one sequence only), so the
+gradient of Σ_α f_j(x_α) with respect to an intermediate z (a zero shift added to a pre-activation, or a layer's own
+output) holds ∂f_j(x_α)/∂z(x_α) at every sample α at once: c backward passes in all, never a loop over samples.
+Every measurement reads its Jacobians through ``output_gradients``:
+
+* ``layer_jacobians``: J_ℓ[α, j, :] = ∂f_j(x_α)/∂h_ℓ(x_α) of an MLP's hidden pre-activations (alignment spec §1.2);
+* ``metrics.conv_nfa``: ∂f_j/∂h_ℓ of every conv output (Fig 2C); ``metrics.attention_nfa``: ∂logit/∂(q, k, v)
+  (Fig 2D, exact form); ``metrics.tangent``: δ = ∂f/∂(each nn.Linear output), the factor of the tangent features
+  (tangent spec §1.2);
+* ``metrics.collapse_measure.preactivation_jacobians`` (the collapse head's J_ℓ) keeps its own loop for now: that
+  module is being retuned elsewhere.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 import torch
+from torch import nn
 
-from featlearn.models.mlp import MLP
 
-
-def layer_jacobians(model: MLP, x: torch.Tensor) -> list[torch.Tensor]:
-    """J_ℓ for every hidden layer ℓ, each of shape (n, c, k_{ℓ+1})."""
-    n = x.shape[0]
-    shifts = [
-        torch.zeros(n, layer.weight.shape[0], dtype=x.dtype, device=x.device, requires_grad=True)
-        for layer in model.hidden
-    ]
-    out = model(x, shifts)
+def output_gradients(out: torch.Tensor, wrt: Sequence[torch.Tensor]) -> Iterator[tuple[torch.Tensor, ...]]:
+    """For each output j of ``out`` (n, c) in turn: the gradients of Σ_α out[α, j] with respect to every tensor of
+    ``wrt`` (each shaped like the intermediate it shifts, samples first). The graph is kept until the last output."""
     c = out.shape[1]
-    per_output = [
-        torch.autograd.grad(out[:, j].sum(), shifts, retain_graph=j < c - 1) for j in range(c)
-    ]
+    for j in range(c):
+        yield torch.autograd.grad(out[:, j].sum(), wrt, retain_graph=j < c - 1)
+
+
+def zero_shifts(shapes: Sequence[Sequence[int]], dtype: torch.dtype, device: torch.device) -> list[torch.Tensor]:
+    """One zero tensor per shape, to add to intermediates and differentiate against."""
+    return [torch.zeros(tuple(s), dtype=dtype, device=device, requires_grad=True) for s in shapes]
+
+
+def layer_jacobians(model: nn.Module, x: torch.Tensor) -> list[torch.Tensor]:
+    """J_ℓ for every hidden layer ℓ of an MLP (``models.mlp``: ``hidden`` layers, ``forward(x, shifts)``), each of
+    shape (n, c, k_{ℓ+1})."""
+    shifts = zero_shifts([(x.shape[0], layer.weight.shape[0]) for layer in model.hidden], x.dtype, x.device)
+    per_output = list(output_gradients(model(x, shifts), shifts))
     return [torch.stack([grads[i] for grads in per_output], dim=1) for i in range(len(shifts))]

@@ -23,6 +23,8 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
+from featlearn.metrics.jacobians import output_gradients
+
 Params = dict[str, torch.Tensor]
 Penalty = Callable[[np.ndarray], np.ndarray]
 F64 = torch.float64
@@ -66,7 +68,7 @@ def linear_factors(
             hook.remove()
     if f.shape != (len(x), 1):
         raise ValueError(f"tangent features need a single-output network (C = 1); got output shape {tuple(f.shape)}")
-    deltas = torch.autograd.grad(f.sum(), [seen[name][1] for name in linears])
+    (deltas,) = output_gradients(f, [seen[name][1] for name in linears])
     return {name: (seen[name][0], delta) for name, delta in zip(linears, deltas)}
 
 
