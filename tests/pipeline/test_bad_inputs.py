@@ -150,7 +150,13 @@ def test_a_diverged_run_is_recorded_and_the_figure_still_builds(tmp_path, copy_r
 def _start(repo: Path, target: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(repo / "src")}
     return subprocess.Popen(_cmd(target), cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True, start_new_session=True)
+                            text=True, start_new_session=True, preexec_fn=_ctrl_c_as_in_a_terminal)
+
+
+def _ctrl_c_as_in_a_terminal() -> None:
+    """A suite started in the background of a non-interactive shell (`.ci/run &`) inherits SIGINT ignored, and so
+    would Snakemake and its jobs; a terminal's Ctrl-C reaches a foreground build with the default handler."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _wait_for_checkpoint(proc: subprocess.Popen, ckpt: Path) -> None:
