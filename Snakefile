@@ -21,6 +21,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/metrics.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
+include: "workflow/rules/projection.smk"
 
 
 rule all:
@@ -29,24 +30,26 @@ rule all:
         ALL_FIGURES,
         SHORTCUTS,
         REPORT_FILES,
+        [RESULTS + "/projection.md"] if REHEARSE else [],
 
 
 rule alignment:
     input:
-        [f for f in ALL_FIGURES if f.startswith("figures/alignment/")],
+        [f for f in ALL_FIGURES if f.startswith(f"{FIGURES}/alignment/")],
 
 
 rule collapse:
     input:
-        [f for f in ALL_FIGURES if f.startswith("figures/collapse/")],
+        [f for f in ALL_FIGURES if f.startswith(f"{FIGURES}/collapse/")],
 
 
 rule tangent:
     input:
-        [f for f in ALL_FIGURES if f.startswith("figures/tangent/")],
+        [f for f in ALL_FIGURES if f.startswith(f"{FIGURES}/tangent/")],
 
 
 # Once the plan is made and before any job runs (never in a dry run): `device: cuda` needs a GPU here unless a cluster
-# executor sends the jobs elsewhere.
+# executor sends the jobs elsewhere; the disk must hold what a rehearsal projected this build to write.
 onstart:
     fc.check_device(config["device"], workflow.local_exec, gpu_count)
+    fr.check_disk(PROJECTION, RESULTS)

@@ -1,4 +1,5 @@
 import ast
+import os
 
 from featlearn import deps
 
@@ -20,7 +21,8 @@ def test_a_dispatcher_does_not_pull_in_what_it_dispatches_to():
 
 
 def test_job_code_starts_from_the_workflow_script():
-    code = deps.job_code("train", "featlearn.models.mlp")
+    code = deps.job_sources("train", "featlearn.models.mlp")
+    assert code[0] == "workflow/scripts/train.py"
     assert {"src/featlearn/train.py", "src/featlearn/jobs.py", "src/featlearn/models/mlp.py"} <= set(code)
 
 
@@ -49,3 +51,45 @@ def test_lazy_imports_are_followed_except_at_declared_dispatch_points():
         for name in _lazy_imports(tree):
             assert str(deps.module_file(name).relative_to(deps.ROOT)) in reachable, (
                 f"{path}: imports {name} inside a function; name it (or a module importing it) in its table")
+
+
+CODE = '''"""A module."""
+
+LIMIT = 3  # the limit
+
+
+def f(x):
+    """Double it."""
+    return x * LIMIT
+'''
+
+
+def test_comments_docstrings_and_formatting_leave_the_stamp_untouched(tmp_path):
+    source, stamp = tmp_path / "m.py", tmp_path / "code" / "m.py.ast"
+    source.write_text(CODE)
+    deps.write_stamp(source, stamp)
+    before = stamp.read_text(), stamp.stat().st_mtime_ns
+    for edit in (CODE.replace("Double it.", "Triple it, once."), CODE.replace("# the limit", "# the bound\n# of x"),
+                 CODE.replace("x * LIMIT", "(x\n            * LIMIT)"), CODE.replace('"""A module."""\n', "")):
+        source.write_text(edit)
+        assert deps.fingerprint(source) == before[0].strip(), edit
+        deps.write_stamp(source, stamp)
+        assert (stamp.read_text(), stamp.stat().st_mtime_ns) == before, edit
+
+
+def test_a_real_code_edit_rewrites_the_stamp(tmp_path):
+    source, stamp = tmp_path / "m.py", tmp_path / "m.py.ast"
+    source.write_text(CODE)
+    deps.write_stamp(source, stamp)
+    before = stamp.read_text()
+    source.write_text(CODE.replace("LIMIT = 3", "LIMIT = 4"))
+    deps.write_stamp(source, stamp)
+    assert stamp.read_text() != before
+
+
+def test_a_new_stamp_dates_from_its_source_so_adopting_stamps_reruns_nothing_built_since(tmp_path):
+    source, stamp = tmp_path / "m.py", tmp_path / "m.py.ast"
+    source.write_text(CODE)
+    os.utime(source, ns=(10**18, 10**18))
+    deps.write_stamp(source, stamp)
+    assert stamp.stat().st_mtime_ns == 10**18

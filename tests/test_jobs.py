@@ -1,12 +1,13 @@
 import fcntl
 import logging
+import re
 import subprocess
 import sys
 
 import pytest
 import torch
 
-from featlearn.jobs import JobRunning, job_device, start
+from featlearn.jobs import JobRunning, job_device, load_tensors, save_tensors, start
 
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour where CUDA sees no device")
 
@@ -58,3 +59,31 @@ def test_a_figure_job_loads_no_torch_and_a_job_loading_it_later_keeps_its_thread
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["False", "2"]
+
+
+class _Payload:
+    """Any object but a tensor or a plain value: unpickling one can run code."""
+
+
+def test_a_file_holding_a_pickled_object_is_refused_with_its_path_and_the_fix(tmp_path):
+    path = tmp_path / "run.pt"
+    torch.save({"status": "completed", "payload": _Payload()}, path)
+    with pytest.raises(OSError, match=re.escape(str(path)) + r" holds a pickled \S*_Payload, which safe loading "
+                                      r"\(torch.load with weights_only=True\) refuses.*delete it and rerun snakemake"):
+        load_tensors(path)
+
+
+def test_a_checkpoint_with_optimizer_and_rng_state_loads_safely(tmp_path):
+    """What train.py checkpoints (model, optimizer with betas and steps, generator states, losses, None) is all
+    tensors and plain values, so weights_only loading takes it."""
+    model = torch.nn.Linear(3, 2)
+    optimizer = torch.optim.AdamW(model.parameters(), betas=(0.9, 0.95))
+    model(torch.ones(4, 3)).sum().backward()
+    optimizer.step()
+    ckpt = {"spec": "{}", "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+            "shuffle": torch.Generator().manual_seed(1).get_state(), "rng": torch.get_rng_state(),
+            "snapshots": {0: {"weight": torch.zeros(2, 3)}}, "losses": [0.5], "step": 1, "diverged_step": None}
+    save_tensors(ckpt, tmp_path / "run.ckpt")
+    back = load_tensors(tmp_path / "run.ckpt")
+    assert back["optimizer"]["param_groups"][0]["betas"] == (0.9, 0.95) and back["diverged_step"] is None
+    assert torch.equal(back["rng"], ckpt["rng"]) and torch.equal(back["model"]["weight"], model.weight.detach())

@@ -22,4 +22,4 @@ def test_who_asks_for_a_gpu(scale, stage, kind):
 def test_job_resources_carry_the_gpu_request():
     assert job_resources("auto", "paper", "train", "network")["gpu"] == 1
     assert job_resources("auto", "quick", "train", "network")["gpu"] == 0
-    assert set(job_resources("cpu", "smoke", "measure", "training")) == {"runtime", "mem_mb", "gpu"}
+    assert set(job_resources("cpu", "smoke", "measure", "training")) == {"runtime", "mem_mb", "gpu", "gpu_mem_mb"}

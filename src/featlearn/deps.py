@@ -13,6 +13,11 @@ it, so planning the DAG never imports torch; only its import-time imports are fo
 as an entry. A smoke-build test checks every job's loaded modules against its computed code, so a missed import
 fails CI.
 
+What a job lists is not the source files themselves but one stamp per file, ``results/code/<path>.ast``, holding a
+fingerprint of what the file does: a hash of its syntax tree without docstrings, so a comment, a docstring or a
+reformatting leaves the stamp untouched and reruns nothing, while a real edit rewrites it and reruns every job that
+runs the file. Stamps are written while Snakemake plans the DAG, the same for every scale (code is code).
+
 ``python -m featlearn.deps`` prints each workflow script's closure and every dispatch entry.
 """
 
@@ -20,12 +25,17 @@ from __future__ import annotations
 
 import ast
 import functools
+import hashlib
+import os
 from pathlib import Path
+
+from featlearn import config as fc
 
 PACKAGE = "featlearn"
 SRC = Path(__file__).resolve().parent.parent  # the folder holding the featlearn package
 ROOT = SRC.parent
 SCRIPTS = ROOT / "workflow" / "scripts"
+STAMPS = "results/code"  # one stamp per source file, repository-relative, shared by every scale
 
 
 def module_file(module: str) -> Path | None:
@@ -133,9 +143,63 @@ def closure(*entries: str | Path) -> list[str]:
     return list(_closure(tuple(str(e) for e in entries)))
 
 
+def job_sources(script: str, *modules: str) -> list[str]:
+    """The source files a job running ``workflow/scripts/<script>.py`` that dispatches to ``modules`` executes: the
+    script itself, then its closure (repository-relative)."""
+    path = SCRIPTS / f"{script}.py"
+    return [str(path.relative_to(ROOT)), *closure(path, *modules)]
+
+
+_DEFINITIONS = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+
+
+@functools.cache
+def _fingerprint(text: str, filename: str) -> str:
+    tree = ast.parse(text, filename=filename)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if (isinstance(node, _DEFINITIONS) and body and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
+            node.body = body[1:]
+    return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
+
+
+def fingerprint(path: Path) -> str:
+    """A hash of what a source file does: its syntax tree without module, class and function docstrings (the tree
+    holds no comments, formatting or line numbers), so only an edit that can change a result changes it."""
+    return _fingerprint(path.read_text(), str(path))
+
+
+def write_stamp(source: Path, stamp: Path) -> None:
+    """Write ``source``'s fingerprint to ``stamp``, leaving the file (and its time) untouched when it is unchanged.
+
+    A new stamp takes its source's time, not now: what it records changed no later than that, so adopting stamps (a
+    build from before them, a removed ``results/code/``) reruns only the jobs that the source's time says are stale."""
+    new = not stamp.exists()
+    fc.write_if_changed(stamp, fingerprint(source) + "\n")
+    if new:
+        times = source.stat()
+        os.utime(stamp, ns=(times.st_atime_ns, times.st_mtime_ns))
+
+
+@functools.cache
+def code_stamp(source: str) -> str:
+    """The stamp standing for a repository-relative source file, brought up to date once per process (per Snakemake
+    call): the file a job lists as its code input so that only a real edit reruns it."""
+    stamp = f"{STAMPS}/{source}.ast"
+    write_stamp(ROOT / source, ROOT / stamp)
+    return stamp
+
+
+def source_of(stamp: str) -> str:
+    """The source file a code stamp stands for (the inverse of ``code_stamp``)."""
+    return stamp.removeprefix(f"{STAMPS}/").removesuffix(".ast")
+
+
 def job_code(script: str, *modules: str) -> list[str]:
-    """The code inputs of a job running ``workflow/scripts/<script>.py`` that dispatches to ``modules``."""
-    return closure(SCRIPTS / f"{script}.py", *modules)
+    """The code inputs of a job running ``workflow/scripts/<script>.py`` that dispatches to ``modules``: the stamps
+    of ``job_sources``, so an edit reruns the job only when it changes what the code does."""
+    return [code_stamp(path) for path in job_sources(script, *modules)]
 
 
 @functools.cache
@@ -153,7 +217,7 @@ def main() -> None:
     """Print each workflow script's code and each dispatch entry's extra modules."""
     for script in sorted(SCRIPTS.glob("*.py")):
         print(f"{script.stem}:")
-        for path in job_code(script.stem):
+        for path in job_sources(script.stem):
             print(f"  {path}")
     dispatchers = sorted(str(p.relative_to(SRC).with_suffix("")).replace("/", ".").removesuffix(".__init__")
                          for p in (SRC / PACKAGE).rglob("*.py") if _table(ast.parse(p.read_text())) is not None)

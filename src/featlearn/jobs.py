@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from featlearn.gpus import claim_gpu
 from featlearn.integrity import DIGEST_KEY, tensors_digest
+from featlearn.memory import raise_if_disk_full
 
 if TYPE_CHECKING:
     import torch
@@ -116,7 +117,7 @@ def job_device(configured: str, gpus: int) -> torch.device:
 
 def save_tensors(obj: dict, path: str | Path) -> None:
     """torch.save through a temporary file and a rename (a killed job leaves no half file), with a digest of the
-    content inside (``load_tensors`` checks it)."""
+    content inside (``load_tensors`` checks it). A full disk raises ``DiskNeedError``."""
     import torch
 
     path = Path(path)
@@ -125,18 +126,30 @@ def save_tensors(obj: dict, path: str | Path) -> None:
     try:
         torch.save({**obj, DIGEST_KEY: tensors_digest(obj)}, tmp)
         os.replace(tmp, path)
+    except (OSError, RuntimeError) as err:  # torch's zip writer reports a full disk as "file write failed"
+        raise_if_disk_full(err, tmp, path)
+        raise
     finally:
         tmp.unlink(missing_ok=True)
 
 
 def load_tensors(path: str | Path) -> dict:
-    """torch.load that checks the content digest and says which file is broken and how to rebuild it."""
+    """torch.load that checks the content digest and says which file is broken and how to rebuild it.
+
+    ``weights_only=True``: featlearn files hold only tensors and plain Python values (dicts, lists, str, int, float,
+    bool, None), and unpickling anything else could run code from a file someone handed over."""
+    import re
+
     import torch
 
     fix = "delete it and rerun snakemake to rebuild it"
     try:
-        obj = torch.load(path, weights_only=False, map_location="cpu")  # a GPU's file opens anywhere
+        obj = torch.load(path, weights_only=True, map_location="cpu")  # a GPU's file opens anywhere
     except Exception as err:
+        if refused := re.search(r"Unsupported global: GLOBAL (\S+)", str(err)):
+            raise OSError(f"{path} holds a pickled {refused[1]}, which safe loading (torch.load with "
+                          "weights_only=True) refuses: featlearn files hold only tensors and plain Python values; "
+                          f"{fix}") from err
         raise OSError(f"{path} is unreadable ({err}); {fix}") from err
     if not isinstance(obj, dict):
         raise OSError(f"{path} holds a {type(obj).__name__}, not a featlearn file; {fix}")

@@ -15,13 +15,16 @@ Data preparation, the one-job stores (theory, tangent penalties), combining, fig
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from featlearn.experiments import KINDS
+from featlearn.projection import read_csv, request
 
 GPU_SCALES = ("paper",)
 
-# (runtime in minutes, mem_mb) by scale and weight. Quick-scale memory is about twice the peak RSS measured in
-# results/quick/benchmarks/. Paper-scale GPU jobs: twice the longest job benchmarks/paper_scale.py projects on one
-# H100 (Deep RFM, 0.42 h), rounded up to 4 h while most measurement families have no GPU number (benchmarks/README.md).
+# (runtime in minutes, mem_mb) by scale and weight, for a job the projection does not cover: × the attempt number on a
+# retry. Quick-scale memory is about twice the peak RSS measured in results/quick/benchmarks/. Paper scale: generous
+# defaults until a rehearsal on the cluster's own nodes has measured every job (README, "The paper scale").
 JOB_RESOURCES = {
     "smoke": {"light": (5, 1000), "cpu": (10, 1000), "gpu": (10, 2000)},
     "quick": {"light": (10, 1000), "cpu": (30, 2000), "gpu": (60, 4000)},
@@ -46,12 +49,44 @@ def weight(kind: str) -> str:
     return "gpu" if KINDS[kind]["heavy"] else "cpu"
 
 
-def fixed_resources(scale: str, weight_: str) -> dict[str, int]:
-    """``runtime`` (minutes) and ``mem_mb`` of a job that never uses a GPU, by its weight (light, cpu, gpu)."""
+def fixed_resources(scale: str, weight_: str, attempt: int = 1) -> dict[str, int]:
+    """``runtime`` (minutes) and ``mem_mb`` of a job by its weight (light, cpu, gpu), × ``attempt``: Snakemake's
+    retry of a job that ran out of time or memory asks for more."""
     runtime, mem_mb = JOB_RESOURCES[scale][weight_]
-    return {"runtime": runtime, "mem_mb": mem_mb}
+    return {"runtime": runtime * attempt, "mem_mb": mem_mb * attempt}
 
 
-def job_resources(device: str, scale: str, stage: str, kind: str) -> dict[str, int]:
-    """``runtime`` (minutes), ``mem_mb`` and ``gpu`` of one job of ``stage`` for an experiment of ``kind``."""
-    return {**fixed_resources(scale, weight(kind)), "gpu": gpus(device, scale, stage, kind)}
+def load_projection(path: str | Path) -> dict[str, dict[str, str]]:
+    """A rehearsal's projection (``featlearn.projection``) keyed by job ('train/<experiment>/<unit>',
+    'data/<data key>'); empty where there is none yet."""
+    if not Path(path).is_file():
+        return {}
+    return {f"{row['stage']}/{row['experiment']}/{row['unit']}" if row["stage"] != "data"
+            else f"data/{row['unit']}": row for row in read_csv(path)}
+
+
+def projected(row: dict[str, str] | None, gpu: int, attempt: int) -> dict[str, int]:
+    """The requests a projection row gives a job (``projection.request``), where the row was measured on the kind
+    of device the job computes on (a CPU rehearsal's hours say nothing of a GPU job's); else nothing."""
+    if row is None or row["device"].startswith("cuda") != bool(gpu):
+        return {}
+    return request(row, attempt)
+
+
+def check_disk(projection: dict[str, dict[str, str]], results: str | Path) -> None:
+    """Stop a build up front when ``results`` lacks the disk its projected outputs need (what is already there
+    counts as written), naming the need, the free space and the fix (``featlearn.memory.check_disk``)."""
+    from featlearn.memory import check_disk as check
+
+    need = sum(float(row["disk_mb"]) for row in projection.values()) * 2**20
+    done = sum(p.stat().st_size for p in Path(results).rglob("*") if p.is_file()) if Path(results).is_dir() else 0
+    check(results, need - done, f"this build's outputs (their rehearsal's projection: {need / 1e9:.3g} GB in all)")
+
+
+def job_resources(device: str, scale: str, stage: str, kind: str, row: dict[str, str] | None = None,
+                  attempt: int = 1) -> dict[str, int]:
+    """``runtime`` (minutes), ``mem_mb``, ``gpu`` and ``gpu_mem_mb`` of one job of ``stage`` for an experiment of
+    ``kind``: from its projection ``row`` where that applies, else from the table; both grow with ``attempt``."""
+    gpu = gpus(device, scale, stage, kind)
+    return {**fixed_resources(scale, weight(kind), attempt), "gpu": gpu, "gpu_mem_mb": 0,
+            **projected(row, gpu, attempt)}

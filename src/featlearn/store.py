@@ -46,6 +46,7 @@ import xarray as xr
 
 from featlearn.config import check_spec
 from featlearn.integrity import DIGEST_KEY, dataset_digest
+from featlearn.memory import raise_if_disk_full
 
 log = logging.getLogger(__name__)
 PACKAGES = ("torch", "numpy", "xarray", "netCDF4", "snakemake", "featlearn")
@@ -129,7 +130,7 @@ def provenance(config_json: str, scale: str, rule: str, data_source: str) -> dic
 
 def write_store(ds: xr.Dataset, path: str | Path, attrs: dict[str, str | int]) -> None:
     """Write ``ds`` with ``attrs`` and a digest of its values to ``path`` through a temporary file and a rename;
-    every variable must carry its CF attributes (``check_attributes``)."""
+    every variable must carry its CF attributes (``check_attributes``). A full disk raises ``DiskNeedError``."""
     path = Path(path)
     try:
         check_attributes(ds)
@@ -145,6 +146,9 @@ def write_store(ds: xr.Dataset, path: str | Path, attrs: dict[str, str | int]) -
         with netCDF4.Dataset(tmp, "a") as nc:
             nc.setncattr(DIGEST_KEY, digest)
         os.replace(tmp, path)
+    except (OSError, RuntimeError) as err:  # netCDF reports a full disk as RuntimeError("NetCDF: HDF error")
+        raise_if_disk_full(err, tmp, path)
+        raise
     finally:
         tmp.unlink(missing_ok=True)
 

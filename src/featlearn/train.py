@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from featlearn import usage
 from featlearn.config import spec_json
 from featlearn.jobs import load_tensors, save_tensors
 from featlearn.models import build_model
@@ -66,16 +67,24 @@ def training_tensors(data: dict) -> dict[str, torch.Tensor]:
 
 
 def schedule(spec: dict, n: int) -> dict[str, int]:
-    """steps, steps_per_epoch, warmup_steps and the measurement list of one run on n examples."""
+    """steps, steps_per_epoch, warmup_steps and the measurement list of one run on n examples.
+
+    A rehearsal's run (``train.budget``, ``featlearn.rehearsal``) takes the first ``budget.steps`` steps of that plan
+    at the run's own lr, without the warm-up epoch, and is measured at init and at its end."""
     tr = spec["train"]
     if "epochs" not in tr:
-        return {"steps": tr["steps"], "steps_per_epoch": 1, "warmup_steps": 0,
+        plan = {"steps": tr["steps"], "steps_per_epoch": 1, "warmup_steps": 0,
                 "measure": measurement_steps(tr["steps"], tr["measure_every"])}
-    per_epoch = math.ceil(n / (tr.get("batch_size") or n))
-    warmup = tr.get("warmup", {}).get("epochs", 0) * per_epoch
-    steps = warmup + tr["epochs"] * per_epoch
-    return {"steps": steps, "steps_per_epoch": per_epoch, "warmup_steps": warmup,
-            "measure": measurement_steps(steps, tr["measure_every"], warmup, per_epoch)}
+    else:
+        per_epoch = math.ceil(n / (tr.get("batch_size") or n))
+        warmup = tr.get("warmup", {}).get("epochs", 0) * per_epoch
+        steps = warmup + tr["epochs"] * per_epoch
+        plan = {"steps": steps, "steps_per_epoch": per_epoch, "warmup_steps": warmup,
+                "measure": measurement_steps(steps, tr["measure_every"], warmup, per_epoch)}
+    if "budget" in tr:
+        steps = min(plan["steps"], tr["budget"]["steps"])
+        plan |= {"steps": steps, "warmup_steps": 0, "measure": [0, steps]}
+    return plan
 
 
 def annealed_lr(lr: float, epoch: int, t_max: int) -> float:
@@ -260,6 +269,7 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path, device: torch.dev
 
     start = time.monotonic()
     last_ckpt = start
+    usage.start("step")
     status, diverged_at = "completed", None
     step = state["step"]
     with _StopOnSigterm() as stop:
@@ -304,6 +314,7 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path, device: torch.dev
             if tr.get("grad_clip"):
                 nn.utils.clip_grad_norm_(model.parameters(), tr["grad_clip"])
             optimizer.step()
+            usage.tick()
             step += 1
             state["step"] = step
             if step % max(1, plan["steps"] // 20) == 0:

@@ -199,3 +199,99 @@ def test_fig17_slo_raises_every_layer1_quantity():
     ds["ratio_c_uc"][dict(optimizer=1)] = -1.0
     check = _check("fig17.slo_raises", svhn_slo=ds)
     assert check.status == FAILED and "R_C 0 → -1" in check.measured
+
+
+# ---- Diagnoses: each holds only where its condition does, and quotes the numbers of the stores it is applied to ----
+
+PAPER = {"scale": "paper", "data_source": "synthetic (generated)"}
+
+
+def slo_sweep(slo_by_seed: list[list[float]], gd_large: float, scale: str = "paper") -> xr.Dataset:
+    """slo_sweep with final layer-1 SLO UC = C per (seed, s₀ = 1, 0.1, 0.01) and GD's at s₀ = 1 (others 0.95)."""
+    s0, n_seeds = [1.0, 0.1, 0.01], len(slo_by_seed)
+    dims = ("init_scale", "optimizer", "seed", "step", "layer", "convention")
+    uc = np.full((3, 2, n_seeds, 3, 1, 2), 0.5)
+    uc[:, 1, :, -1] = np.array(slo_by_seed).T[:, :, None, None]
+    uc[:, 1, :, 1] = 0.97  # SLO peaks mid-training
+    uc[:, 0, :, -1] = 0.95
+    uc[0, 0, :, -1] = gd_large
+    return xr.Dataset({"uc_nfc": (dims, uc), "c_nfc": (dims, uc), "ratio_c_uc": (dims[:-1], np.ones(uc.shape[:-1]))},
+                      coords={"init_scale": s0, "optimizer": ["gd", "slo"], "seed": list(range(n_seeds)),
+                              "step": [0, 300, 600], "layer": [1], "convention": CONV},
+                      attrs={**PAPER, "scale": scale})
+
+
+def test_fig4_the_paper_diagnosis_holds_with_three_seeds_at_paper_and_quotes_them():
+    runs = [[0.89, 0.92, 0.94], [0.94, 0.95, 0.96], [0.89, 0.93, 0.94]]
+    check = _check("fig4.slo_nfc_one", slo_sweep=slo_sweep(runs, 0.63))
+    assert check.status == FAILED and check.diagnosis.cause == core.OPEN
+    assert check.diagnosis.holds.startswith("at the paper scale, 3 seeds")
+    assert "seed-mean UC reaches 0.907–0.947" in check.diagnosis.why
+    assert "each seed's lowest over s₀ 0.89 / 0.94 / 0.89" in check.diagnosis.why
+    assert "above GD's 0.63 at s₀ = 1" in check.diagnosis.why
+    assert "9 of 9 end ≥ 0.01 below their peak" in check.diagnosis.why
+    assert "v1's N(0, s/k) init" in check.diagnosis.tried
+    one = _check("fig4.slo_nfc_one", slo_sweep=slo_sweep(runs[:1], 0.63, scale="quick")).diagnosis
+    assert one.holds.startswith("1 seed") and "UC reaches 0.89–0.94" in one.why
+    for where in (slo_sweep(runs, 0.63, scale="quick"), slo_sweep(runs[:2], 0.63), slo_sweep(runs, 0.95)):
+        assert _check("fig4.slo_nfc_one", slo_sweep=where).diagnosis.why.startswith("not yet diagnosed at scale")
+
+
+def spectra_sweep(loss_large: list[float], loss_small: list[float], train_large: float, train_small: float,
+                  scale: str = "paper") -> xr.Dataset:
+    """init_sweep on the 1/(1+k²) spectrum, per-seed final test losses at s₀ = 1 and 0.001, seed-mean train losses."""
+    n_seeds = len(loss_large)
+    dims = ("spectrum", "init_scale", "seed", "step", "layer", "convention")
+    uc = np.full((1, 2, n_seeds, 2, 2, 2), 0.3)
+    uc[0, :, :, -1] = np.array([0.47, 0.95])[:, None, None, None]
+    test = np.ones((1, 2, n_seeds, 2))
+    test[0, :, :, -1] = [loss_large, loss_small]
+    train = np.ones((1, 2, n_seeds, 2))
+    train[0, :, :, -1] = np.array([train_large, train_small])[:, None]
+    return xr.Dataset({"uc_nfc": (dims, uc), "c_nfc": (dims, uc), "test_loss": (dims[:4], test),
+                       "train_loss": (dims[:4], train)},
+                      coords={"spectrum": ["1/(1+k^2)"], "init_scale": [1.0, 0.001], "seed": list(range(n_seeds)),
+                              "step": [0, 800], "layer": [1, 2], "convention": CONV}, attrs={**PAPER, "scale": scale})
+
+
+def test_fig10_the_paper_diagnosis_needs_the_small_init_nets_to_underfit():
+    underfit = _check("fig10.small_s0_better", init_sweep=spectra_sweep([0.16, 0.17, 0.15], [0.21, 0.24, 0.21],
+                                                                        0.037, 0.131))
+    assert underfit.status == FAILED and underfit.diagnosis.holds.startswith("at the paper scale, 3 seeds")
+    assert ("final train loss 0.131 at the smallest s₀ against 0.037 at s₀ = 1, and test loss 0.21 / 0.24 / 0.21 "
+            "against 0.16 / 0.17 / 0.15 per seed") in underfit.diagnosis.why
+    fitted = _check("fig10.small_s0_better", init_sweep=spectra_sweep([0.16, 0.17, 0.15], [0.21, 0.24, 0.21],
+                                                                      0.001, 0.001))
+    assert fitted.status == FAILED and fitted.diagnosis.why.startswith("not yet diagnosed at scale paper; 3 seeds")
+    one = _check("fig10.small_s0_better", init_sweep=spectra_sweep([0.16], [0.21], 0.037, 0.131, scale="quick"))
+    assert one.diagnosis.holds.startswith("1 seed") and "(0.16 against 0.21 at the smallest s₀)" in one.diagnosis.why
+
+
+def adaptive_seeds(slo_train: float, gd_train: float, n_seeds: int = 3) -> xr.Dataset:
+    """adaptive_slo failing both Fig 12 claims, with final train losses."""
+    ds = adaptive([0.90, 0.95, 0.94], [0.93, 1.0, 0.84], 0.67, 0.38)
+    ds = xr.concat([ds.isel(seed=0)] * n_seeds, dim="seed").assign_coords(seed=list(range(n_seeds)))
+    train = np.stack([np.full((n_seeds, 2), x) for x in (gd_train, slo_train)])
+    return ds.assign(train_loss=(("optimizer", "seed", "step"), train)).assign_attrs(PAPER)
+
+
+def test_fig12_the_construction_diagnosis_holds_where_adaptive_slo_underfits():
+    for claim in ("fig12.equalizes_above_gd", "fig12.test_lower"):
+        check = _check(claim, adaptive_slo=adaptive_seeds(0.13, 0.009))
+        assert check.status == FAILED and check.diagnosis.cause == core.CONSTRUCTION, claim
+        assert "final train loss 0.13 against GD's 0.009" in check.diagnosis.why
+        assert _check(claim, adaptive_slo=adaptive_seeds(0.001, 0.009)).diagnosis.cause == core.OPEN
+        assert _check(claim, adaptive_slo=adaptive_seeds(0.13, 0.009, n_seeds=1)).diagnosis.cause == core.OPEN
+    lowest = _check("fig12.equalizes_above_gd", adaptive_slo=adaptive_seeds(0.13, 0.009)).diagnosis.why
+    assert "lowest layer ends at 0.9 / 0.9 / 0.9 per seed against GD's best layer at 1 / 1 / 1" in lowest
+    assert "test loss is 0.67 / 0.67 / 0.67 per seed" in _check("fig12.test_lower",
+                                                                adaptive_slo=adaptive_seeds(0.13, 0.009)).diagnosis.why
+
+
+def test_fig3_the_construction_diagnosis_holds_only_where_rho_stays_at_one():
+    flat = reversing(np.full((4, 2), 0.999997), np.full((4, 2), 0.9986)).assign_attrs(PAPER)
+    check = _check("fig3.reversal", reversing=flat)
+    assert check.diagnosis.cause == core.CONSTRUCTION
+    assert check.diagnosis.why.startswith("ρ_2nd stays between 0.999997 and 0.999997 at every γ")
+    low = reversing(np.full((4, 2), 0.95), np.full((4, 2), 0.95)).assign_attrs(PAPER)
+    assert _check("fig3.reversal", reversing=low).diagnosis.cause == core.OPEN

@@ -41,6 +41,16 @@ def test_deep_rfm_collapse_passes_and_a_stalled_dataset_fails_with_its_ratio():
     assert "stand-in data" in stalled.note
 
 
+def test_the_cos_saturation_diagnosis_holds_below_the_paper_scale_where_nc1_stalls_near_one():
+    quick = _check("fig4.nc1_decays", deep_rfm_cos=deep_rfm(["mnist"], 1.03)).diagnosis
+    assert quick.cause == core.CONSTRUCTION and quick.holds.startswith("below the paper scale")
+    assert quick.why.startswith("NC1(X) stalls at 1.03–1.03 by the last layer while NC1(M^½X) falls to 0.1.")
+    assert "X_l = Φ(M^½X_{l−1})" in quick.why
+    paper = deep_rfm(["mnist"], 1.03).assign_attrs(scale="paper")
+    assert _check("fig4.nc1_decays", deep_rfm_cos=paper).diagnosis.cause == core.OPEN
+    assert _check("fig4.nc1_decays", deep_rfm_cos=deep_rfm(["mnist"], 5.0)).diagnosis.cause == core.OPEN
+
+
 def test_etf_fails_when_between_class_is_not_minus_one_ninth():
     check = _check("fig5.etf", deep_rfm_cos=deep_rfm(["mnist"], 1e-3, last_between=0.0))
     assert check.status == FAILED and "between 0" in check.measured

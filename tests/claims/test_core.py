@@ -9,14 +9,32 @@ import pytest
 import xarray as xr
 
 from featlearn.claims import REGISTRY, core
-from featlearn.claims.core import FAILED, NOT_MEASURED, OPEN, PASSED, QUICK_SCALE, STAND_IN, Claim, Diagnosis, Outcome
+from featlearn.claims.core import (
+    ANY_SCALE,
+    AT_PAPER,
+    BELOW_PAPER,
+    CONSTRUCTION,
+    FAILED,
+    NOT_MEASURED,
+    OPEN,
+    PASSED,
+    QUICK_SCALE,
+    REHEARSAL,
+    STAND_IN,
+    Claim,
+    Diagnosis,
+    Finding,
+    Outcome,
+    numbers,
+    seeds,
+)
 
 SRC = Path(__file__).resolve().parents[2] / "src/featlearn/claims"
 
 
 def _above(ds: xr.Dataset) -> Outcome:
     v = core.values(ds.x, "x")
-    return Outcome(v.mean() > 0.5, core.mean_sd(v), float(v.mean()))
+    return Outcome(v.mean() > 0.5, core.mean_sd(v), float(v.mean()), {"mean": float(v.mean()), "low": float(v.min())})
 
 
 CLAIM = Claim("figX.above", "X", "x is above one half.", "0.9", "mean x > 0.5", ("toy",), _above)
@@ -29,7 +47,13 @@ def _toy(*x: float, scale: str = "quick", source: str = "synthetic (generated)")
 def test_a_store_that_holds_the_claim_passes():
     check = core.evaluate(CLAIM, "toy", {"toy": _toy(0.8, 1.0)})
     assert check.status == PASSED and check.value == pytest.approx(0.9)
-    assert check.measured == "0.9 ± 0.1" and "scale quick" in check.note
+    assert check.measured == "0.9 ± 0.141" and "scale quick" in check.note  # the sample sd of 0.8 and 1.0
+
+
+def test_the_plus_minus_is_the_sample_sd():
+    """Two seeds at 0 and 2: sample sd (ddof = 1) √2, not the population sd 1; one seed prints no ±."""
+    assert core.mean_sd(np.array([0.0, 2.0])) == "1 ± 1.41"
+    assert core.mean_sd(np.array([0.7])) == "0.7"
 
 
 def test_a_store_that_violates_the_claim_fails_with_the_measured_number():
@@ -74,45 +98,123 @@ def test_json_round_trip_keeps_checks_counts_and_provenance():
     json.loads(text)  # strict JSON: no NaN
 
 
-SHORT = Diagnosis(QUICK_SCALE, "x needs more steps than the quick budget gives", "twice the steps")
-DIAGNOSED = Claim("figX.above", "X", "x is above one half.", "0.9", "mean x > 0.5", ("toy",), _above, SHORT)
+SHORT = Diagnosis(QUICK_SCALE, "x needs more steps than the quick budget gives", "twice the steps", when=BELOW_PAPER)
+
+
+def _diagnosed(*diagnoses: Diagnosis) -> Claim:
+    return Claim("figX.above", "X", "x is above one half.", "0.9", "mean x > 0.5", ("toy",), _above, diagnoses)
 
 
 def test_a_failure_carries_its_diagnosis_where_the_cause_holds():
-    check = core.evaluate(DIAGNOSED, "toy", {"toy": _toy(0.1, scale="quick")})
-    assert check.status == FAILED and check.diagnosis == SHORT
-    assert check.diagnosis.text() == ("quick scale: x needs more steps than the quick budget gives "
-                                      "(tried: twice the steps)")
+    check = core.evaluate(_diagnosed(SHORT), "toy", {"toy": _toy(0.1, scale="quick")})
+    assert check.status == FAILED
+    assert check.diagnosis == Finding(QUICK_SCALE, SHORT.why, SHORT.tried, "below the paper scale")
+    assert check.diagnosis.text() == ("quick scale [below the paper scale]: x needs more steps than the quick budget "
+                                      "gives (tried: twice the steps)")
 
 
 def test_a_quick_scale_diagnosis_does_not_excuse_a_paper_scale_failure():
-    check = core.evaluate(DIAGNOSED, "toy", {"toy": _toy(0.1, scale="paper")})
-    assert check.diagnosis.cause == OPEN
-    assert "not yet diagnosed at scale paper" in check.diagnosis.why and "quick budget" in check.diagnosis.why
+    check = core.evaluate(_diagnosed(SHORT), "toy", {"toy": _toy(0.1, scale="paper")})
+    assert check.diagnosis.cause == OPEN and check.diagnosis.holds == ""
+    assert check.diagnosis.why == ("not yet diagnosed at scale paper; 1 seed; the diagnoses recorded elsewhere do not "
+                                   "hold here: quick scale (below the paper scale)")
+
+
+def test_a_quick_scale_cause_holds_only_below_the_paper_scale_whatever_its_condition_says():
+    loose = Diagnosis(QUICK_SCALE, "too few steps", when=ANY_SCALE)
+    assert core.evaluate(_diagnosed(loose), "toy", {"toy": _toy(0.1, scale="quick")}).diagnosis.cause == QUICK_SCALE
+    assert core.evaluate(_diagnosed(loose), "toy", {"toy": _toy(0.1, scale="paper")}).diagnosis.cause == OPEN
+
+
+def test_a_one_seed_diagnosis_does_not_hold_where_three_seeds_ran():
+    one = Diagnosis(OPEN, "seed noise is not ruled out", when=seeds(1))
+    three = Diagnosis(OPEN, "short of the threshold on all three seeds", when=AT_PAPER & seeds(3))
+    claim = _diagnosed(one, three)
+    assert core.evaluate(claim, "toy", {"toy": _toy(0.1, scale="quick")}).diagnosis.why == one.why
+    paper = core.evaluate(claim, "toy", {"toy": _toy(0.1, 0.2, 0.3, scale="paper")}).diagnosis
+    assert paper.why == three.why and paper.holds == "at the paper scale, 3 seeds"
+    quick3 = core.evaluate(claim, "toy", {"toy": _toy(0.1, 0.2, 0.3, scale="quick")}).diagnosis
+    assert quick3.cause == OPEN and "not yet diagnosed at scale quick; 3 seeds" in quick3.why
+
+
+def test_a_seed_not_run_is_not_counted():
+    """Seeds padded with NaN (not run at this scale) do not count: one seed ran, so a one-seed diagnosis holds."""
+    one = Diagnosis(OPEN, "one seed", when=seeds(1))
+    ds = xr.Dataset({"x": (("seed", "step"), np.array([[0.1, 0.2], [np.nan, np.nan]]))},
+                    coords={"seed": [0, 1]}, attrs={"scale": "quick"})
+    assert core.measured_on([ds]).seeds == 1
+    assert core.evaluate(_diagnosed(one), "toy", {"toy": ds}).diagnosis.why == "one seed"
+
+
+def test_the_text_takes_its_numbers_from_the_measurement_it_is_applied_to():
+    short = Diagnosis(OPEN, "x reaches {mean:.2f} (lowest seed {low:.2f})", "tried {low:.1f}", when=ANY_SCALE)
+    first = core.evaluate(_diagnosed(short), "toy", {"toy": _toy(0.1, 0.3)}).diagnosis
+    second = core.evaluate(_diagnosed(short), "toy", {"toy": _toy(0.4, 0.2)}).diagnosis
+    assert first.why == "x reaches 0.20 (lowest seed 0.10)" and first.tried == "tried 0.1"
+    assert second.why == "x reaches 0.30 (lowest seed 0.20)"
+
+
+def test_a_condition_on_the_numbers_holds_only_where_they_fit():
+    near = Diagnosis(CONSTRUCTION, "x is {mean:.2f}, near the bound",
+                     when=numbers("mean x ≥ 0.3", lambda f: f["mean"] >= 0.3))
+    assert core.evaluate(_diagnosed(near), "toy", {"toy": _toy(0.4)}).diagnosis.cause == CONSTRUCTION
+    far = core.evaluate(_diagnosed(near), "toy", {"toy": _toy(0.1)}).diagnosis
+    assert far.cause == OPEN and "paper's construction (mean x ≥ 0.3)" in far.why
+
+
+def test_a_diagnosis_whose_numbers_were_not_measured_does_not_hold():
+    """A diverged run raises before the check returns its facts: a text that quotes them cannot be stated."""
+    quoting = Diagnosis(CONSTRUCTION, "x reaches {mean:.2f}", when=ANY_SCALE)
+    check = core.evaluate(_diagnosed(quoting), "toy", {"toy": _toy(0.1, np.nan)})
+    assert check.status == FAILED and check.diagnosis.cause == OPEN
+
+
+def test_a_rehearsal_fails_for_being_a_rehearsal_whatever_the_claim_says():
+    anywhere = Diagnosis(CONSTRUCTION, "the paper's data", when=ANY_SCALE)
+    check = core.evaluate(_diagnosed(anywhere), "toy", {"toy": _toy(0.1, scale="paper-rehearsal")})
+    assert check.diagnosis.cause == REHEARSAL and check.diagnosis.holds == "stores of scale paper-rehearsal"
+    assert "few optimizer steps" in check.diagnosis.why
+    assert core.evaluate(_diagnosed(anywhere), "toy", {"toy": _toy(0.9, scale="paper-rehearsal")}).diagnosis is None
+
+
+def test_a_rehearsal_claims_file_is_marked_as_one():
+    stores = {"toy": _toy(0.1, scale="paper-rehearsal")}
+    checks = core.evaluate_all([CLAIM], "toy", stores)
+    header, back = core.from_json(core.to_json("toy", "paper-rehearsal", checks, stores))
+    assert header["scale"] == "paper-rehearsal" and header["rehearsal"] is True
+    assert back[0].diagnosis.cause == REHEARSAL
+    assert core.from_json(core.to_json("toy", "paper", [], {"toy": None}))[0]["rehearsal"] is False
 
 
 def test_a_stand_in_diagnosis_applies_only_to_stand_in_data():
-    claim = Claim("figX.above", "X", "x", "", "", ("toy",), _above, Diagnosis(STAND_IN, "digits are not CIFAR"))
+    claim = _diagnosed(Diagnosis(STAND_IN, "digits are not CIFAR", when=ANY_SCALE))
     real = core.evaluate(claim, "toy", {"toy": _toy(0.1)})
     standin = core.evaluate(claim, "toy", {"toy": _toy(0.1, source="CIFAR-10 stand-in: recoloured digits")})
     assert real.diagnosis.cause == OPEN and standin.diagnosis.cause == STAND_IN
+    assert standin.diagnosis.holds == "at every scale, on stand-in data"
 
 
 def test_an_undiagnosed_failure_says_so_and_a_pass_has_no_diagnosis():
     undiagnosed = core.evaluate(CLAIM, "toy", {"toy": _toy(0.1)})
-    assert undiagnosed.diagnosis == Diagnosis(OPEN, "not yet diagnosed at scale quick")
-    assert core.evaluate(DIAGNOSED, "toy", {"toy": _toy(0.9)}).diagnosis is None
-    assert core.evaluate(DIAGNOSED, "toy", {"toy": None}).diagnosis is None
+    assert undiagnosed.diagnosis == Finding(OPEN, "not yet diagnosed at scale quick; 1 seed")
+    assert core.evaluate(_diagnosed(SHORT), "toy", {"toy": _toy(0.9)}).diagnosis is None
+    assert core.evaluate(_diagnosed(SHORT), "toy", {"toy": None}).diagnosis is None
 
 
 def test_a_diagnosis_names_a_known_cause():
     with pytest.raises(ValueError, match="cause must be one of"):
-        Diagnosis("bad luck", "")
+        Diagnosis("bad luck", "", when=ANY_SCALE)
+
+
+def test_a_diagnosis_states_its_condition():
+    with pytest.raises(TypeError, match="when"):
+        Diagnosis(OPEN, "no condition")
 
 
 def test_json_round_trip_keeps_the_diagnosis():
     stores = {"toy": _toy(0.1)}
-    checks = core.evaluate_all([DIAGNOSED], "toy", stores)
+    checks = core.evaluate_all([_diagnosed(SHORT)], "toy", stores)
+    assert checks[0].diagnosis.holds == "below the paper scale"
     assert core.from_json(core.to_json("toy", "quick", checks, stores))[1] == checks
 
 

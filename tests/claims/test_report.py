@@ -2,10 +2,10 @@
 
 import pytest
 
-from featlearn.claims.core import CONSTRUCTION, FAILED, NOT_MEASURED, PASSED, Check, Diagnosis
-from featlearn.claims.report import BEGIN, END, html_page, markdown_table, update_readme
+from featlearn.claims.core import CONSTRUCTION, FAILED, NOT_MEASURED, PASSED, Check, Finding
+from featlearn.claims.report import built_line, html_page, markdown_table, markers, readme_block, update_readme
 
-WHY = Diagnosis(CONSTRUCTION, "the printed spike dominates", "x/d")
+WHY = Finding(CONSTRUCTION, "the printed spike dominates", "x/d", "at every scale")
 
 
 def _check(status: str, measured: str = "0.5", note: str = "scale quick") -> Check:
@@ -25,7 +25,8 @@ def test_markdown_has_one_row_per_claim_with_verdicts_and_escaped_pipes():
     rows = [line for line in table.splitlines() if line.startswith("| alignment")]
     assert len(rows) == 3
     assert "ρ is high \\| really." in rows[0] and "✅ passed" in rows[0]
-    assert "0.12" in rows[1] and "❌ failed (paper's construction: the printed spike dominates (tried: x/d))" in rows[1]
+    assert "0.12" in rows[1]
+    assert "❌ failed (paper's construction [at every scale]: the printed spike dominates (tried: x/d))" in rows[1]
     assert "not measured (store real_mlp not built)" in rows[2]
     assert table.startswith("Scale quick: alignment 1 passed, 1 failed, 1 not measured.")
 
@@ -36,14 +37,62 @@ def test_html_page_shows_claims_and_provenance():
     assert "the printed spike dominates" in page
 
 
-def test_readme_block_is_replaced_and_the_rest_kept():
-    readme = f"# title\n\ntext\n\n{BEGIN}\nold table\n{END}\n\nmore\n"
-    new = update_readme(readme, "| new |\n")
-    assert new.startswith("# title\n\ntext\n\n") and new.endswith(f"{END}\n\nmore\n")
-    assert "old table" not in new and "| new |" in new
-    assert update_readme(new, "| new |\n") == new  # idempotent
+def test_a_rehearsal_says_so_in_the_table_header():
+    header = {**PAPERS["alignment"][0], "scale": "paper-rehearsal", "rehearsal": True}
+    table = markdown_table({"alignment": (header, PAPERS["alignment"][1])})
+    assert table.startswith("Scale paper-rehearsal (a rehearsal: ")
+    assert "claims test the pipeline, not the papers" in table.splitlines()[0]
+    assert "rehearsal" not in markdown_table(PAPERS).splitlines()[0]
 
 
-def test_readme_without_markers_names_them():
-    with pytest.raises(ValueError, match="claims:begin"):
-        update_readme("# no markers\n", "| t |\n")
+QUICK_BEGIN, QUICK_END = markers("quick")
+PAPER_BEGIN, PAPER_END = markers("paper")
+README = (f"# title\n\n{QUICK_BEGIN}\nold quick\n{QUICK_END}\n\n## Claims at the paper scale\n\n"
+          f"{PAPER_BEGIN}\nold paper\n{PAPER_END}\n\nmore\n")
+
+
+def test_each_scale_rewrites_its_own_block_and_keeps_the_other():
+    paper = update_readme(README, "| paper table |\n", "paper")
+    assert "old quick" in paper and "old paper" not in paper and "| paper table |" in paper
+    assert paper.index("| paper table |") > paper.index(PAPER_BEGIN) and paper.endswith(f"{PAPER_END}\n\nmore\n")
+    assert "`snakemake readme_claims --config scale=paper` from results/paper/claims/*.json" in paper
+    both = update_readme(paper, "| quick table |\n", "quick")
+    assert "old quick" not in both and "| paper table |" in both and "| quick table |" in both
+    assert both.index("| quick table |") < both.index(QUICK_END) < both.index("| paper table |")
+    assert update_readme(both, "| quick table |\n", "quick") == both  # idempotent
+
+
+def test_the_rehearsal_and_smoke_never_reach_the_readme():
+    for scale in ("paper-rehearsal", "smoke"):
+        with pytest.raises(ValueError, match="not 'paper-rehearsal'|not 'smoke'"):
+            update_readme(README, "| t |\n", scale)
+
+
+def test_readme_without_a_scale_s_markers_names_them():
+    with pytest.raises(ValueError, match="claims:paper:begin"):
+        update_readme(f"# only quick\n{QUICK_BEGIN}\n{QUICK_END}\n", "| t |\n", "paper")
+    with pytest.raises(ValueError, match="claims:quick:begin"):
+        update_readme("# no markers\n", "| t |\n", "quick")
+
+
+FIGURES = {"alignment": {1: ("chain_fig1",), 2: ("real_mlp", "vgg_cifar"), 3: ("reversing",), 4: ("slo_sweep",),
+                         5: ("init_sweep",), 6: ("init_sweep",)},
+           "tangent": {1: ("tangent_mnist",), 2: ("tangent_penalties",)}}
+
+
+def _built(scale: str, **stores: bool) -> dict:
+    return {"scale": scale, "counts": {PASSED: 1, FAILED: 0, NOT_MEASURED: 1},
+            "stores": {name: {"scale": scale} if built else None for name, built in stores.items()}}
+
+
+def test_the_built_line_names_the_figures_whose_stores_were_built():
+    papers = {"alignment": (_built("paper", chain_fig1=True, real_mlp=True, vgg_cifar=False, reversing=True,
+                                   slo_sweep=True, init_sweep=True), []),
+              "tangent": (_built("paper", tangent_mnist=False, tangent_penalties=True), [])}
+    line = built_line(papers, FIGURES)
+    assert line == ("Figures built at scale paper: alignment Figs 1, 3–6 of 6; tangent Fig 2 of 2. Claims whose "
+                    "stores were not built are \"not measured\".")
+    assert "alignment none of 6" in built_line({"alignment": (_built("paper", chain_fig1=False), [])},
+                                               {"alignment": FIGURES["alignment"]})
+    block = readme_block(papers, FIGURES)
+    assert block.startswith(line + "\n\nScale paper: alignment 1 passed")

@@ -86,7 +86,7 @@ def _known_to_slurm() -> set[str]:
 
 def test_smoke_figures_run_as_slurm_jobs(cluster, tmp_path, copy_repo):
     repo = copy_repo(tmp_path)
-    targets = ["figures/alignment/fig1.pdf", "figures/collapse/fig3.pdf", "figures/tangent/fig2.pdf"]
+    targets = ["figures/smoke/alignment/fig1.pdf", "figures/smoke/collapse/fig3.pdf", "figures/smoke/tangent/fig2.pdf"]
     start = time.monotonic()
     proc = subprocess.run(_snakemake(repo, *targets), cwd=repo, env=_env(repo), capture_output=True, text=True)
     seconds = time.monotonic() - start

@@ -1,3 +1,4 @@
+import pytest
 import torch
 
 from featlearn.data import synthetic as syn
@@ -53,3 +54,18 @@ def test_alignment_reversing_second_block_inverts_the_first():
     u, s = u1[:, keep], s1[keep]
     # On range(X1), X2ᵀX2 = (X1ᵀX1)^(-2).
     torch.testing.assert_close(u.T @ x2.T @ x2 @ u, torch.diag(s ** -2.0), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a GPU"))])
+def test_a_haar_draw_is_the_same_wherever_its_qr_runs(device):
+    """The Gaussian comes from the (CPU) generator either way; only the QR moves: the old all-CPU draw, to 1e-10."""
+    ref_gen, gen = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    for _ in range(2):  # the generator advances alike: the second draw matches too
+        q, r = torch.linalg.qr(torch.randn(300, 300, generator=ref_gen, dtype=torch.float64))
+        expected = q * torch.sign(torch.diagonal(r))
+        o = syn.haar_orthogonal(300, gen, device)
+        assert o.device.type == device
+        torch.testing.assert_close(o.cpu(), expected, rtol=0, atol=1e-10)
+    assert torch.equal(syn.haar_orthogonal(300, torch.Generator().manual_seed(3)), syn.haar_orthogonal(
+        300, torch.Generator().manual_seed(3), "cpu"))

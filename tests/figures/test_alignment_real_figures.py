@@ -167,21 +167,22 @@ def test_fig16_titles_carry_the_pearson_values() -> None:
     store = VARIANTS["several seeds"]["celeba_glasses"]
     text = texts(draw(16, "several seeds"))
     agop, corrupted = store.rho_diag_agop.values, store.rho_diag_corrupted.values.ravel()
-    assert f"ρ̄(diag F, diag Ḡ) = {agop.mean():.2f} ± {agop.std():.2f} (n = 2) (paper 0.91)" in text
-    assert f"ρ̄(diag F, diag WᵀQW) = {corrupted.mean():.2f} ± {corrupted.std():.2f} (n = 8) (paper 0.04)" in text
+    assert f"ρ̄(diag F, diag Ḡ) = {agop.mean():.2f} ± {agop.std(ddof=1):.2f} (n = 2) (paper 0.91)" in text
+    assert f"ρ̄(diag F, diag WᵀQW) = {corrupted.mean():.2f} ± {corrupted.std(ddof=1):.2f} (n = 8) (paper 0.04)" in text
+    assert "ρ̄: mean ± sample sd over 2 seeds, 4 Q draws" in text
     one = VARIANTS["one seed"]["celeba_glasses"].rho_diag_agop.item()
     assert f"ρ̄(diag F, diag Ḡ) = {one:.2f} (paper 0.91)" in texts(draw(16, "one seed"))
 
 
 def test_divergence_and_missing_runs_are_named() -> None:
     fig13 = texts(draw(13, "several seeds"))
-    assert "CIFAR-10 mean ± sd over 3 seeds 1/3 seeds diverged (step 1234)" in fig13  # diverged seed kept
-    assert "SVHN mean ± sd over 2 seeds" in fig13  # the never-run seed is not counted
+    assert "CIFAR-10 mean ± sample sd over 3 seeds 1/3 seeds diverged (step 1234)" in fig13  # diverged seed kept
+    assert "SVHN mean ± sample sd over 2 seeds" in fig13  # the never-run seed is not counted
     assert "not in this store: CIFAR-100, GTSRB, STL-10" in fig13
     fig2 = texts(draw(2, "several seeds"))
     assert "left out, diverged: CIFAR-10 seed 1" in fig2
     assert "1/2 seeds diverged (step 300)" in fig2  # GPT: read off the validation loss
-    assert "SLO · mean ± sd over 2 seeds · 1/2 seeds diverged (step 250)" in texts(draw(17, "several seeds"))
+    assert "SLO · mean ± sample sd over 2 seeds · 1/2 seeds diverged (step 250)" in texts(draw(17, "several seeds"))
 
 
 def test_fig2_says_which_dataset_replaces_cifar10() -> None:
@@ -200,8 +201,12 @@ def test_layer_summary_averages_runs_that_exist() -> None:
     final = ds.uc_nfc.sel(convention="pearson", layer=1)
     summary = next(ax for ax in fig.findobj(lambda a: hasattr(a, "get_xlabel")) if ax.get_xlabel() == "hidden layer")
     points = {c.get_label(): c.lines[0].get_ydata()[0] for c in summary.containers}
+    init_bars = next(c for c in summary.containers if c.get_label() == "UC-NFC init")
+    low, high = init_bars.lines[2][0].get_segments()[0][:, 1]  # layer 1's error bar
     assert len(runs) == 7  # 3 datasets × 3 seeds, less svhn's never-run seed and cifar10's diverged one
     assert points["UC-NFC init"] == pytest.approx(np.mean([init.sel(dataset=d, seed=s) for d, s in runs]))
+    assert (high - low) / 2 == pytest.approx(np.std([init.sel(dataset=d, seed=s) for d, s in runs], ddof=1))
+    assert "mean ± sample sd over 7 runs: CIFAR-10, SVHN, MNIST" in texts(fig)
     assert points["UC-NFC final"] == pytest.approx(np.mean([final.sel(dataset=d, seed=s, step=last[d])
                                                             for d, s in runs]))
 

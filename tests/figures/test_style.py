@@ -4,6 +4,9 @@ builder figure with a long title, a figure legend and a multi-line footer; log a
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -90,8 +93,32 @@ def test_ordered_colors_have_distinct_ends() -> None:
 
 
 def test_spread_note_drops_the_band_for_one_seed() -> None:
-    assert style.spread_note(1) == "1 seed"
-    assert style.spread_note(3, "net") == "mean ± sd over 3 nets"
+    assert style.spread_note(1) == "1 seed" and style.spread_note(0, "run") == "0 runs"
+    assert style.spread_note(3, "net") == "mean ± sample sd over 3 nets"
+
+
+def test_bands_and_text_spread_are_the_sample_sd() -> None:
+    """Two seeds at 0 and 2: the sample sd (ddof = 1) is √2; the population sd would be 1."""
+    values = xr.DataArray([[0.0, 0.0], [2.0, 2.0]], dims=("seed", "step"))
+    np.testing.assert_allclose(style.sample_sd(values, "seed").values, [np.sqrt(2), np.sqrt(2)])
+    assert style.mean_sd(np.array([0.0, 2.0])) == "1.00 ± 1.41"
+
+
+def test_one_value_has_no_band_and_no_plus_minus() -> None:
+    """The sample sd of one value is undefined: no band (not a 0-wide one), no '± nan'."""
+    assert style.sample_sd(xr.DataArray([[1.0, 2.0]], dims=("seed", "step")), "seed") is None
+    assert style.mean_sd(np.array([0.7, np.nan])) == "0.70"
+    assert style.mean_sd(np.array([])) == "–"
+
+
+def test_importing_the_style_leaves_the_backend_alone() -> None:
+    """A notebook importing the figure code keeps its own backend; only the render job picks Agg. Run without
+    MPLBACKEND (which conftest sets), where no backend is chosen until something draws."""
+    code = ("import matplotlib\nbefore = matplotlib.get_backend(auto_select=False)\nimport featlearn.figures.style\n"
+            "print(before, matplotlib.get_backend(auto_select=False))")
+    env = {k: v for k, v in os.environ.items() if k != "MPLBACKEND"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env).stdout
+    assert out.split() == ["None", "None"]
 
 
 def test_plain_tick_labels_are_exact_not_rounded() -> None:

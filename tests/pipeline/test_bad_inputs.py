@@ -87,22 +87,27 @@ def _data_dir_is_a_file(repo):
 
 # (case, how the repo is broken, targets and scale, what the message must say, files that must not exist)
 CASES = [
-    ("malformed YAML", _broken_yaml, ("figures/tangent/fig2.pdf",), "smoke",
+    ("malformed YAML", _broken_yaml, ("figures/smoke/tangent/fig2.pdf",), "smoke",
      [r"config\.yaml is not valid YAML: .* at line \d+, column \d+"], ["results", "figures"]),
-    ("unknown config key", _unknown_key, ("figures/alignment/fig1.pdf",), "smoke",
+    ("unknown config key", _unknown_key, ("figures/smoke/alignment/fig1.pdf",), "smoke",
      [r"experiments\.chain_fig1\.train.*lrr"], ["results", "figures"]),
-    ("unknown figure target", _as_shipped, ("figures/collapse/fig13.pdf",), "smoke",
-     [r"figures/collapse/fig13\.pdf is not a figure this pipeline builds"], ["results/smoke/metrics", "figures"]),
-    ("results is not a directory", _results_is_a_file, ("figures/tangent/fig2.pdf",), "smoke",
+    ("unknown figure target", _as_shipped, ("figures/smoke/collapse/fig13.pdf",), "smoke",
+     [r"figures/smoke/collapse/fig13\.pdf is not a figure this pipeline builds"], ["results/smoke/metrics", "figures"]),
+    ("a figure at its old place", _as_shipped, ("figures/alignment/fig4.pdf",), "smoke",
+     [r"figures/alignment/fig4\.pdf: each build keeps its figures apart", r"figures/smoke/alignment/fig4\.pdf"],
+     ["results/smoke/metrics", "figures/alignment"]),
+    ("results is not a directory", _results_is_a_file, ("figures/smoke/tangent/fig2.pdf",), "smoke",
      [r"results exists but is not a directory.*move or delete that file"], ["figures"]),
-    ("duplicated key", _duplicate_key, ("figures/tangent/fig2.pdf",), "smoke",
+    ("duplicated key", _duplicate_key, ("figures/smoke/tangent/fig2.pdf",), "smoke",
      [r"key 'scale' appears twice in one mapping \(lines \d+ and \d+\)"], ["results", "figures"]),
-    ("figure number with a leading zero", _as_shipped, ("figures/alignment/fig01.pdf",), "smoke",
-     [r"figures/alignment/fig01\.pdf is not a figure this pipeline builds"], ["results/smoke/metrics", "figures"]),
-    ("experiment removed, its old store left", _experiment_removed_store_left, ("figures/alignment/fig1.pdf",), "smoke",
+    ("figure number with a leading zero", _as_shipped, ("figures/smoke/alignment/fig01.pdf",), "smoke",
+     [r"figures/smoke/alignment/fig01\.pdf is not a figure this pipeline builds"],
+     ["results/smoke/metrics", "figures"]),
+    ("experiment removed, its old store left", _experiment_removed_store_left, ("figures/smoke/alignment/fig1.pdf",),
+     "smoke",
      [r"fig1\.pdf reads experiment\(s\) \['chain_fig1'\], which config\.yaml does not define"],
-     ["figures/alignment/fig1.pdf"]),
-    ("data_dir is a file", _data_dir_is_a_file, ("figures/tangent/fig2.pdf",), "smoke",
+     ["figures/smoke/alignment/fig1.pdf"]),
+    ("data_dir is a file", _data_dir_is_a_file, ("figures/smoke/tangent/fig2.pdf",), "smoke",
      [r"data_dir 'datasets\.tar' is a file, not a folder"], ["results", "figures"]),
     ("dataset absent (paper scale, no download)", _as_shipped, (MNIST_CACHE,), "paper",
      [r"MNIST not found in data/MNIST/raw", r"--config download=true"], [MNIST_CACHE]),
@@ -115,8 +120,8 @@ CASES = [
 def test_cuda_on_a_machine_without_a_gpu_stops_before_any_job_but_a_dry_run_plans(tmp_path, copy_repo):
     repo = copy_repo(tmp_path)
     _edit_config(repo, lambda c: c.update(device="cuda"))
-    assert _run(repo, "figures/tangent/fig2.pdf", "-n").returncode == 0  # planning for a GPU machine is fine
-    proc = _run(repo, "figures/tangent/fig2.pdf")
+    assert _run(repo, "figures/smoke/tangent/fig2.pdf", "-n").returncode == 0  # planning for a GPU machine is fine
+    proc = _run(repo, "figures/smoke/tangent/fig2.pdf")
     assert proc.returncode != 0 and "device is 'cuda' but this machine has no GPU" in proc.stdout + proc.stderr
     assert not (repo / "results/smoke/logs").exists() and not (repo / "figures/tangent").exists()
 
@@ -138,7 +143,7 @@ def test_bad_input_stops_with_a_message_naming_what_and_where(tmp_path, case, br
 def test_a_diverged_run_is_recorded_and_the_figure_still_builds(tmp_path, copy_repo):
     repo = copy_repo(tmp_path)
     _edit_config(repo, lambda c: c["experiments"]["chain_fig1"]["scales"]["smoke"]["train"].update(lr=1.0e4))
-    proc = _run(repo, "figures/alignment/fig1.pdf")
+    proc = _run(repo, "figures/smoke/alignment/fig1.pdf")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
     (path,) = (repo / "results/smoke/metrics").glob("chain_fig1.*.nc")
     store = read_store(path)
@@ -194,8 +199,8 @@ def test_a_config_change_is_seen_even_without_snakemakes_metadata(tmp_path, copy
     """Runs and unit stores carry their spec's hash in their names: after `rm -rf .snakemake` (or in a fresh clone
     with copied results) a changed lr still retrains, where Snakemake alone said "Nothing to be done"."""
     repo = copy_repo(tmp_path)
-    assert _run(repo, "figures/alignment/fig1.pdf").returncode == 0
+    assert _run(repo, "figures/smoke/alignment/fig1.pdf").returncode == 0
     shutil.rmtree(repo / ".snakemake")
     _edit_config(repo, lambda c: c["experiments"]["chain_fig1"]["scales"]["smoke"]["train"].update(lr=0.3))
-    planned = _run(repo, "figures/alignment/fig1.pdf", "-n").stdout
+    planned = _run(repo, "figures/smoke/alignment/fig1.pdf", "-n").stdout
     assert "rule train:" in planned and "rule figure:" in planned, planned[-3000:]

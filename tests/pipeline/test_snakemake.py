@@ -11,6 +11,7 @@ import torch
 import yaml
 
 from featlearn import config as fc
+from featlearn import deps
 from featlearn import experiments as fx
 from featlearn.jobs import LOADED_MODULES, load_tensors
 from featlearn.store import read_store
@@ -18,9 +19,9 @@ from featlearn.store import read_store
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 # Every figure of the three papers: alignment 1–17 (TMLR numbering), collapse 1–12, tangent 1–3.
 FIGURES = (
-    [f"figures/alignment/fig{n}.pdf" for n in range(1, 18)]
-    + [f"figures/collapse/fig{n}.pdf" for n in range(1, 13)]
-    + [f"figures/tangent/fig{n}.pdf" for n in (1, 2, 3)]
+    [f"figures/smoke/alignment/fig{n}.pdf" for n in range(1, 18)]
+    + [f"figures/smoke/collapse/fig{n}.pdf" for n in range(1, 13)]
+    + [f"figures/smoke/tangent/fig{n}.pdf" for n in (1, 2, 3)]
 )
 
 pytestmark = pytest.mark.pipeline
@@ -73,20 +74,22 @@ def test_second_call_does_nothing(built):
 
 def test_shortcut_target_builds_from_the_alignment_figure(built):
     _snakemake(built, "figures/fig4.pdf")
-    assert (built / "figures/fig4.pdf").read_bytes() == (built / "figures/alignment/fig4.pdf").read_bytes()
+    assert (built / "figures/fig4.pdf").read_bytes() == (built / "figures/smoke/alignment/fig4.pdf").read_bytes()
 
 
 def test_scales_coexist_and_switching_back_only_redraws(built):
-    """Another scale's results live in their own folder: building one of its figures touches no smoke result, and
-    back at smoke scale the figures are redrawn from the smoke stores (figures/ shows one scale), nothing retrains."""
+    """Another scale's results and figures live in their own folders: building one of its figures touches no smoke
+    result or figure, and back at smoke scale only the figures/figN.pdf shortcuts are copied again (they show the
+    configured scale); nothing retrains or redraws."""
     (smoke_store,) = (built / "results/smoke/metrics").glob("tangent_penalties.*.nc")
-    before = smoke_store.stat().st_mtime_ns
-    _snakemake(built, "figures/tangent/fig2.pdf", scale="quick")
+    smoke_figure = built / "figures/smoke/tangent/fig2.pdf"
+    before = smoke_store.stat().st_mtime_ns, smoke_figure.stat().st_mtime_ns
+    _snakemake(built, "figures/quick/tangent/fig2.pdf", scale="quick")
     assert list((built / "results/quick/metrics").glob("tangent_penalties.*.nc"))
-    assert smoke_store.stat().st_mtime_ns == before
-    assert _planned_rules(built) == ["figure"]  # the one figure drawn at another scale (checksums of the stamp)
+    assert (smoke_store.stat().st_mtime_ns, smoke_figure.stat().st_mtime_ns) == before
+    assert set(_planned_rules(built)) == {"alignment_shortcut"}  # the scale stamp moved; every figure is current
     _snakemake(built)
-    assert _planned_rules(built, "figures/tangent/fig2.pdf", scale="quick") == ["figure"]  # quick store kept
+    assert _planned_rules(built, "figures/quick/tangent/fig2.pdf", scale="quick") == []  # both scales' figures kept
 
 
 def _job_table(repo: Path) -> list[dict[str, str]]:
@@ -114,7 +117,7 @@ def test_every_job_depends_on_exactly_the_code_it_ran(built):
     replans each job naming exactly its code inputs: an edit reruns precisely the jobs whose code imports the
     edited file, however it is reached (dispatch tables included)."""
     jobs = {row["log-file(s)"]: row for row in _job_table(built) if row["log-file(s)"] not in ("-", "")}
-    code = {log: {p for p in row["input-file(s)"].split(",") if p.startswith("src/")} for log, row in jobs.items()}
+    code = {log: _sources(row["input-file(s)"].split(",")) for log, row in jobs.items()}
     for log in jobs:
         missed = _loaded_code(built, log) - code[log]
         assert not missed, f"{log} ran {sorted(missed)}, which its code inputs lack"
@@ -138,7 +141,7 @@ def test_every_job_depends_on_exactly_the_code_it_ran(built):
         if line.startswith(("rule ", "localrule ")):
             if "log" in fields:
                 updated = fields.get("reason", "").partition("Updated input files: ")[2].split(";")[0]
-                replanned[fields["log"]] = {p.strip() for p in updated.split(",") if p.strip().startswith("src/")}
+                replanned[fields["log"]] = _sources(p.strip() for p in updated.split(","))
             fields = {}
         elif line.startswith("    ") and ": " in line:
             key, value = line.strip().split(": ", 1)
@@ -148,16 +151,22 @@ def test_every_job_depends_on_exactly_the_code_it_ran(built):
     assert _planned_rules(built) == []
 
 
+def _sources(inputs) -> set[str]:
+    """The featlearn source files whose code stamps (featlearn.deps.code_stamp) are among a job's inputs."""
+    return {deps.source_of(p) for p in inputs if p.startswith(f"{deps.STAMPS}/src/")}
+
+
 def _edit(path: Path) -> None:
-    """A real edit: Snakemake 9 ignores a newer mtime when a small file's checksum is unchanged."""
-    path.write_text(path.read_text() + "\n# edited by the test\n")
+    """A real code edit: a comment or docstring would change no stamp, and Snakemake 9 ignores a newer mtime when a
+    small file's checksum is unchanged."""
+    path.write_text(path.read_text() + "\n_EDITED_BY_THE_TEST = True\n")
 
 
 def test_editing_a_figure_module_reruns_that_figure_only(built):
     _edit(built / "src/featlearn/figures/alignment/fig8.py")
     planned = _snakemake(built, options=("-n",)).stdout
     assert sorted(_planned_rules(built)) == ["alignment_shortcut", "figure"], planned  # figures/fig8.pdf follows
-    assert "output: figures/alignment/fig8.pdf" in planned
+    assert "output: figures/smoke/alignment/fig8.pdf" in planned
     _snakemake(built)
     assert _planned_rules(built) == []
 
@@ -168,6 +177,22 @@ def test_editing_a_metric_module_reruns_metrics_and_figures_never_training(built
     assert {"measure", "combine", "figure"} <= planned
     assert not planned & {"train", "synthetic_data", "real_data"}
     _snakemake(built)
+
+
+def test_comments_and_docstrings_rerun_nothing_and_a_real_edit_reruns(tmp_path, copy_repo):
+    """Code inputs are fingerprints of each module's syntax tree without docstrings: a docstring and a comment edit
+    in modules every built job runs leave nothing to do; a real edit to one plans its jobs again."""
+    repo = copy_repo(tmp_path)
+    targets = ("figures/smoke/alignment/fig1.pdf", "figures/smoke/alignment/fig3.pdf")
+    _snakemake(repo, *targets)
+    for name in ("config.py", "train.py", "metrics/nfa.py"):
+        path = repo / "src/featlearn" / name
+        text = path.read_text()
+        assert text.startswith('"""'), name
+        path.write_text('"""Reworded by the test. ' + text.removeprefix('"""') + "\n# a comment added by the test\n")
+    assert _planned_rules(repo, *targets) == []
+    _edit(repo / "src/featlearn/metrics/nfa.py")
+    assert {"measure", "combine", "figure"} <= set(_planned_rules(repo, *targets))
 
 
 def test_bad_config_stops_before_any_job_with_a_clear_message(tmp_path, copy_repo):
@@ -186,21 +211,21 @@ def test_bad_config_stops_before_any_job_with_a_clear_message(tmp_path, copy_rep
 
 def test_unknown_figure_target_names_the_available_ones(tmp_path, copy_repo):
     repo = copy_repo(tmp_path)
-    proc = _snakemake(repo, "figures/alignment/fig99.pdf", options=("-n",), check=False)
+    proc = _snakemake(repo, "figures/smoke/alignment/fig99.pdf", options=("-n",), check=False)
     assert proc.returncode != 0
-    assert "figures/alignment/fig99.pdf is not a figure this pipeline builds" in proc.stdout + proc.stderr
+    assert "figures/smoke/alignment/fig99.pdf is not a figure this pipeline builds" in proc.stdout + proc.stderr
 
 
 def test_report_shows_every_figure_and_the_claims(built):
     _snakemake(built, options=("--report", "report.html"))
     html = (built / "report.html").read_text(errors="replace")
     assert "claims.html" in html
-    for figure in ("figures/alignment/fig2.pdf", "figures/collapse/fig7.pdf", "figures/tangent/fig3.pdf"):
+    for figure in ("figures/smoke/alignment/fig2.pdf", "figures/smoke/collapse/fig7.pdf",
+                   "figures/smoke/tangent/fig3.pdf"):
         assert figure in html, figure
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(),
-                    reason="no CUDA device here: the CPU/GPU agreement of the smoke stores runs on a GPU machine")
+@pytest.mark.gpu
 def test_smoke_stores_agree_on_cpu_and_gpu(built):
     """Every per-run measurement and every Deep RFM dataset of the smoke build (computed on the CPU: `auto` asks
     for no GPU at smoke scale) is recomputed on CUDA from the same run and data files; values agree to 1e-6."""

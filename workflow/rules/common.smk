@@ -3,17 +3,41 @@ import re
 
 from featlearn import deps
 from featlearn import experiments as fx
+from featlearn import rehearsal
 from featlearn import resources as fr
+from featlearn.figures import figure_numbers
 
 SCALE = config["scale"]
-# Each scale keeps its own data, runs, stores, claims, logs and benchmarks, so the scales coexist; figures/ holds the
-# configured scale's figures (switching back to a built scale redraws them from its stores, nothing retrains).
-RESULTS = f"results/{SCALE}"
+REHEARSE = config.get("rehearse", False)
+# A build's label: the scale, or '<scale>-rehearsal'. Each keeps its own data, runs, stores, claims, logs, benchmarks
+# (results/<tag>/) and figures (figures/<tag>/), so the scales and a rehearsal coexist and never replace each other.
+TAG = rehearsal.scale_tag(SCALE, REHEARSE)
+RESULTS = f"results/{TAG}"
+FIGURES = f"figures/{TAG}"
 
-EXPERIMENTS = {name: fc.experiment(config, name) for name in config["experiments"]}
+# The configured scale's experiments, and what this build runs of them: the same, or their rehearsal.
+PLANNED = {name: fc.experiment(config, name) for name in config["experiments"]}
+EXPERIMENTS = {
+    name: rehearsal.cut(e, fx.KINDS[e["kind"]]["repeats"], config.get("rehearse_max_n")) if REHEARSE else e
+    for name, e in PLANNED.items()
+}
 # Each experiment's units (its independent jobs: runs, datasets, or the whole experiment), from its kind's module.
 KIND = {name: fx.kind_of(e["kind"]) for name, e in EXPERIMENTS.items()}
 UNITS = {name: KIND[name].units(name, e) for name, e in EXPERIMENTS.items()}
+if REHEARSE:  # real datasets absent from data_dir are rehearsed on labelled stand-ins of their real size
+    UNITS = {name: rehearsal.cut_units(units, config["data_dir"]) for name, units in UNITS.items()}
+PLANNED_UNITS = {name: KIND[name].units(name, e) for name, e in PLANNED.items()}
+
+
+def needs_absent_data(units):
+    """Whether a unit reads a real dataset that data_dir lacks and that no download will fetch."""
+    blocks = [u.get("data", {}) | {"dataset": u.get("data", {}).get("dataset", u.get("dataset"))} for u in units]
+    return any(b.get("source") == "real" and not rehearsal.present(b["dataset"], config["data_dir"]) for b in blocks)
+
+
+# Experiments whose real data this machine lacks (and will not download): their figures fail at the data stage with
+# the fix, and their claims are "not measured" instead of holding back every other claim of the paper.
+UNREACHABLE = set() if config["download"] else {n for n, units in UNITS.items() if needs_absent_data(units.values())}
 # Experiments whose units go through the training loop before they are measured.
 TRAINED = [n for n, e in EXPERIMENTS.items() if fx.KINDS[e["kind"]]["trained"]]
 DATASETS = {fc.dataset_key(p): p for n, units in UNITS.items() for u in units.values() for p in KIND[n].datasets(u)}
@@ -26,11 +50,7 @@ def one_of(names):
     return "|".join(re.escape(n) for n in names) or "NONE"
 
 # Figures: each figure module names the experiments (stores) it reads.
-FIGURE_NUMBERS = {
-    "alignment": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17],
-    "collapse": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12],
-    "tangent": [1, 2, 3],
-}
+FIGURE_NUMBERS = figure_numbers()
 
 
 def figure_experiments(paper, n):
@@ -41,13 +61,15 @@ def figure_experiments(paper, n):
 FIGURE_STORES = {
     (paper, n): figure_experiments(paper, n) for paper, numbers in FIGURE_NUMBERS.items() for n in numbers
 }
-ALL_FIGURES = [f"figures/{paper}/fig{n}.pdf" for paper, n in FIGURE_STORES]
-# figures/figN.pdf: the README's shortcut to alignment Fig N, a copy that `all` keeps current
-SHORTCUTS = [f"figures/fig{n}.pdf" for paper, n in FIGURE_STORES if paper == "alignment"]
+ALL_FIGURES = [f"{FIGURES}/{paper}/fig{n}.pdf" for paper, n in FIGURE_STORES]
+# figures/figN.pdf: the README's shortcut to the configured scale's alignment Fig N, a copy that `all` keeps current;
+# a rehearsal makes none (its figures never stand where a real one is looked for)
+SHORTCUTS = [] if REHEARSE else [f"figures/fig{n}.pdf" for paper, n in FIGURE_STORES if paper == "alignment"]
 
 
 # Code inputs: the import closure of each job's script and of the modules it dispatches to (featlearn.deps), never a
-# hand-written list, so an edit reruns exactly the jobs whose code imports the edited file.
+# hand-written list, as one fingerprint stamp per file (results/code/), so an edit reruns exactly the jobs whose code
+# imports the edited file, and only when it changes what the code does (comments and docstrings rerun nothing).
 ARCH_MODULES = deps.dispatch("featlearn.models")
 
 
@@ -74,13 +96,15 @@ def figure_stores(paper, n):
     defines (whose old store may still lie in results/), stops the DAG with the fix."""
     if (paper, int(n)) not in FIGURE_STORES or n != str(int(n)):
         raise ValueError(
-            f"figures/{paper}/fig{n}.pdf is not a figure this pipeline builds; targets: {', '.join(ALL_FIGURES)}"
+            f"{FIGURES}/{paper}/fig{n}.pdf is not a figure this pipeline builds (a figure is a module "
+            f"src/featlearn/figures/<paper>/fig<N>.py, found by featlearn.figures.figure_numbers); "
+            f"targets: {', '.join(ALL_FIGURES)}"
         )
     stores = FIGURE_STORES[(paper, int(n))]
     missing = [e for e in stores if e not in EXPERIMENTS]
     if missing:
         raise ValueError(
-            f"figures/{paper}/fig{n}.pdf reads experiment(s) {missing}, which config.yaml does not define (a store left "
+            f"{FIGURES}/{paper}/fig{n}.pdf reads experiment(s) {missing}, which config.yaml does not define (a store left "
             f"in {RESULTS}/metrics/ would be stale); define them again in config.yaml, or build other targets"
         )
     return stores
@@ -91,11 +115,12 @@ def figure_code(paper, n):
 
 
 # Each experiment's resolved spec, and the configured scale, as files rewritten only when they change: every job of an
-# experiment reads its stamp, and every figure the scale's, so a config change or a scale switch reruns what it
+# experiment reads its stamp, and every shortcut the scale's, so a config change or a scale switch reruns what it
 # affects by file times alone, even where Snakemake's metadata is gone (a fresh clone with copied results,
 # `rm -rf .snakemake`), which would otherwise find the old results "up to date".
-SCALE_STAMP = "results/scale.txt"
-fc.write_if_changed(SCALE_STAMP, SCALE + "\n")
+SCALE_STAMP = "results/scale.txt"  # the scale the figures/figN.pdf shortcuts show
+if not REHEARSE:
+    fc.write_if_changed(SCALE_STAMP, SCALE + "\n")
 
 
 def spec_stamp(experiment):
@@ -138,14 +163,26 @@ def current_experiment(w):
 
 # What each job asks of a scheduler (featlearn.resources: one table, and the one rule for who gets a GPU). The SLURM
 # profile turns these into sbatch options; a cluster with other limits overrides one rule there with `set-resources`.
+# A rehearsal of this scale, where one was run, measured every job: its projection sets their runtime and memory.
+PROJECTION = {} if REHEARSE else fr.load_projection(f"results/{rehearsal.scale_tag(SCALE, True)}/projection.csv")
+
+
 def request(what, weight):
-    """A `resources` entry of a rule that never uses a GPU, by weight: light, cpu or gpu."""
-    return fr.fixed_resources(SCALE, weight)[what]
+    """A `resources` entry of a light rule that never uses a GPU, by weight, growing with the attempt."""
+    return lambda w, attempt: fr.fixed_resources(SCALE, weight, attempt)[what]
+
+
+def data_request(what):
+    """A `resources` entry of a real-data job: its projection where there is one, else the table's `cpu` weight."""
+    return lambda w, attempt: {**fr.fixed_resources(SCALE, "cpu", attempt),
+                               **fr.projected(PROJECTION.get(f"data/{w.key}"), 0, attempt)}[what]
 
 
 def job_request(what, stage):
-    """A `resources` entry (runtime, mem_mb or gpu) of a `stage` job, from its experiment's kind and `device`."""
-    return lambda w: fr.job_resources(config["device"], SCALE, stage, EXPERIMENTS[w.experiment]["kind"])[what]
+    """A `resources` entry (runtime, mem_mb, gpu, gpu_mem_mb) of a `stage` job, from its projection where there is
+    one, else from its experiment's kind and `device`."""
+    return lambda w, attempt: fr.job_resources(config["device"], SCALE, stage, EXPERIMENTS[w.experiment]["kind"],
+                                               PROJECTION.get(f"{stage}/{w.experiment}/{w.unit}"), attempt)[what]
 
 
 THREADS = config.get("threads", 1)

@@ -3,7 +3,8 @@
 
 rule synthetic_data:
     output:
-        RESULTS + "/data/{key}.pt",
+        data=RESULTS + "/data/{key}.pt",
+        usage=RESULTS + "/usage/data/{key}.json",
     input:
         deps.job_code("make_data"),
     params:
@@ -25,11 +26,13 @@ rule synthetic_data:
 # A dataset that is absent stops here, naming the folder and both fixes, before anything is written.
 rule real_data:
     output:
-        RESULTS + "/data/{key}.pt",
+        data=RESULTS + "/data/{key}.pt",
+        usage=RESULTS + "/usage/data/{key}.json",
     input:
         deps.job_code("prepare_data"),
     params:
         spec=lambda w: REAL_DATA[w.key],
+        warmup=REHEARSE,
     wildcard_constraints:
         key=one_of(REAL_DATA),
     log:
@@ -37,8 +40,8 @@ rule real_data:
     benchmark:
         RESULTS + "/benchmarks/data/{key}.tsv",
     resources:
-        runtime=request("runtime", "cpu"),
-        mem_mb=request("mem_mb", "cpu"),
+        runtime=data_request("runtime"),
+        mem_mb=data_request("mem_mb"),
     script:
         "../scripts/prepare_data.py"
 

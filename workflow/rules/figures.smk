@@ -1,14 +1,16 @@
-# Stage 4: one PDF per paper figure; figures/figN.pdf is a shortcut to the alignment paper's.
+# Stage 4: one PDF per paper figure, under figures/<tag>/ (the scale, or '<scale>-rehearsal'); figures/figN.pdf is
+# a shortcut to the configured scale's alignment figure.
 
 
 rule figure:
     output:
-        report("figures/{paper}/fig{n}.pdf", caption="../report/figure.rst", category="{paper}"),
+        report(FIGURES + "/{paper}/fig{n}.pdf", caption="../report/figure.rst", category="{paper}"),
     input:
         stores=lambda w: [store_path(e) for e in figure_stores(w.paper, w.n)],
-        stamps=lambda w: [SCALE_STAMP, *(spec_stamp(e) for e in figure_stores(w.paper, w.n))],
+        stamps=lambda w: [spec_stamp(e) for e in figure_stores(w.paper, w.n)],
         code=lambda w: figure_code(w.paper, w.n),
     params:
+        scale=TAG,
         experiments=lambda w: figure_stores(w.paper, w.n),
         specs=lambda w: {e: EXPERIMENTS[e] for e in figure_stores(w.paper, w.n)},
     wildcard_constraints:
@@ -25,12 +27,35 @@ rule figure:
         "../scripts/render.py"
 
 
-rule alignment_shortcut:
+if not REHEARSE:  # a rehearsal's figure never stands where a real one is looked for
+
+    rule alignment_shortcut:
+        output:
+            "figures/fig{n}.pdf",
+        input:
+            figure=FIGURES + "/alignment/fig{n}.pdf",
+            stamp=SCALE_STAMP,
+        wildcard_constraints:
+            n=r"\d+",
+        shell:
+            "cp {input.figure} {output}"
+
+
+def figure_moved(w):
+    raise ValueError(f"figures/{w.paper}/fig{w.n}.pdf: each build keeps its figures apart, under figures/<scale>/ "
+                     f"(this build's: {FIGURES}/{w.paper}/fig{w.n}.pdf; a rehearsal's: figures/<scale>-rehearsal/); "
+                     "figures/figN.pdf is the shortcut to the configured scale's alignment Fig N")
+
+
+# The figures' old place (figures/<paper>/figN.pdf, which held whichever scale was built last): a target there is
+# answered with where the figure is now, instead of Snakemake's bare "no rule to produce".
+rule figure_moved:
     output:
-        "figures/fig{n}.pdf",
+        "figures/{paper}/fig{n}.pdf",
     input:
-        "figures/alignment/fig{n}.pdf",
+        figure_moved,
     wildcard_constraints:
+        paper="alignment|collapse|tangent",
         n=r"\d+",
     shell:
-        "cp {input} {output}"
+        "false"

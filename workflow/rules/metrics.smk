@@ -5,7 +5,8 @@
 
 rule measure:
     output:
-        RESULTS + "/metrics/{experiment}/{unit}.{spec}.nc",
+        store=RESULTS + "/metrics/{experiment}/{unit}.{spec}.nc",
+        usage=RESULTS + "/usage/measure/{experiment}/{unit}.{spec}.json",
     input:
         data=lambda w: [data_path(p) for p in KIND[w.experiment].datasets(current_unit(w))],
         run=lambda w: [run_path(w.experiment, w.unit)] if w.experiment in TRAINED else [],
@@ -13,6 +14,7 @@ rule measure:
         stamp=lambda w: spec_stamp(w.experiment),
     params:
         unit=current_unit,
+        scale=TAG,
     wildcard_constraints:
         experiment=one_of(EXPERIMENTS),
         spec="[0-9a-f]{10}",
@@ -25,6 +27,7 @@ rule measure:
         runtime=job_request("runtime", "measure"),
         mem_mb=job_request("mem_mb", "measure"),
         gpu=job_request("gpu", "measure"),
+        gpu_mem_mb=job_request("gpu_mem_mb", "measure"),
         cpus_per_task=THREADS,
     script:
         "../scripts/measure.py"
@@ -39,6 +42,7 @@ rule combine:
         stamp=lambda w: spec_stamp(w.experiment),
     params:
         experiment=current_experiment,
+        scale=TAG,
         units=lambda w: UNITS[w.experiment],
     wildcard_constraints:
         experiment=one_of(EXPERIMENTS),

@@ -10,15 +10,18 @@ PAPERS = list(FIGURE_NUMBERS)
 
 
 def claim_stores(paper):
-    """The STORES a claims module reads, without importing it; only experiments config.yaml defines: the others'
-    claims are reported as not measured."""
-    return [e for e in deps.literal(f"featlearn.claims.{paper}", "STORES") if e in EXPERIMENTS]
+    """The STORES a claims module reads, without importing it; only experiments config.yaml defines and whose data
+    this machine has (UNREACHABLE): the others' claims are reported as not measured, so a paper-scale build of the
+    figures that fit a machine still evaluates theirs."""
+    return [e for e in deps.literal(f"featlearn.claims.{paper}", "STORES") if e in EXPERIMENTS and e not in UNREACHABLE]
 
 
 CLAIM_STORES = {paper: claim_stores(paper) for paper in PAPERS}
 # What the report shows besides the figures; the `all` rule lists them so that `snakemake --report` finds them.
 REPORT_FILES = [RESULTS + "/claims/table.md", RESULTS + "/claims/claims.html"]
-README_SCALE = "quick"  # the README shows the quick scale's claims; other scales leave it alone
+# The README keeps one claims block per scale of featlearn.claims.report.README_SCALES (quick and paper); a rehearsal
+# or a smoke build leaves it alone. Each figure's experiments, for the block's line of the figures built.
+README_FIGURES = {paper: {n: FIGURE_STORES[paper, n] for n in FIGURE_NUMBERS[paper]} for paper in PAPERS}
 
 
 rule claims:
@@ -31,6 +34,7 @@ rule claims:
     params:
         experiments=lambda w: CLAIM_STORES[w.paper],
         specs=lambda w: {e: EXPERIMENTS[e] for e in CLAIM_STORES[w.paper]},
+        scale=TAG,
     wildcard_constraints:
         paper="|".join(PAPERS),
     log:
@@ -62,17 +66,18 @@ rule claims_table:
         "../scripts/claims_table.py"
 
 
-# Rewrites only the block between the claims markers of README.md (a tracked file, so not a declared output: the
-# stamp records what was written). Run on purpose (`snakemake readme_claims`), never by `all`.
+# Rewrites only the block between this scale's claims markers of README.md (a tracked file, so not a declared output:
+# the stamp records what was written). Run on purpose (`snakemake readme_claims`, `--config scale=paper` for the
+# paper block), never by `all`.
 rule readme_claims:
     output:
         RESULTS + "/claims/readme.stamp",
     input:
-        table=RESULTS + "/claims/table.md",
+        claims=expand(RESULTS + "/claims/{paper}.json", paper=PAPERS),
         code=deps.job_code("readme_claims"),
     params:
         readme="README.md",
-        readme_scale=README_SCALE,
+        figures=README_FIGURES,
     log:
         RESULTS + "/logs/claims/readme.log",
     benchmark:

@@ -3,7 +3,8 @@
 
 rule train:
     output:
-        RESULTS + "/runs/{experiment}/{unit}.{spec}.pt",
+        run=RESULTS + "/runs/{experiment}/{unit}.{spec}.pt",
+        usage=RESULTS + "/usage/train/{experiment}/{unit}.{spec}.json",
     input:
         data=lambda w: data_path(current_unit(w)["data"]),
         code=lambda w: train_code(current_unit(w)),
@@ -23,6 +24,7 @@ rule train:
         runtime=job_request("runtime", "train"),
         mem_mb=job_request("mem_mb", "train"),
         gpu=job_request("gpu", "train"),
+        gpu_mem_mb=job_request("gpu_mem_mb", "train"),
         cpus_per_task=THREADS,
     script:
         "../scripts/train.py"

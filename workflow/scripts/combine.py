@@ -8,6 +8,6 @@ exp, units = snakemake.params.experiment, snakemake.params.units
 parts = {unit: (units[unit], read_store(path, units[unit])) for unit, path in zip(units, snakemake.input.parts)}
 ds = kind_of(exp["kind"]).combine(exp, parts)
 # one line per distinct source (the datasets of a sweep; stand-ins named as such)
-attrs = provenance(spec_json(exp), snakemake.config["scale"], snakemake.rule, ds.attrs["data_source"])
+attrs = provenance(spec_json(exp), snakemake.params.scale, snakemake.rule, ds.attrs["data_source"])
 write_store(ds, snakemake.output[0], attrs)
 log.info("%s: %d units", snakemake.output[0], len(parts))

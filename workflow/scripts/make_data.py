@@ -1,6 +1,8 @@
+from featlearn import usage
 from featlearn.data.synthetic import make_dataset
 from featlearn.jobs import save_tensors, start
 
 log = start(snakemake.log[0])
 log.info("generating %s", snakemake.params.spec)
-save_tensors(make_dataset(snakemake.params.spec), snakemake.output[0])
+save_tensors(make_dataset(snakemake.params.spec), snakemake.output.data)
+usage.write(snakemake.output.usage, "cpu", [snakemake.output.data])

@@ -1,5 +1,6 @@
 import time
 
+from featlearn import usage
 from featlearn.config import check_spec, spec_json
 from featlearn.experiments import kind_of
 from featlearn.jobs import job_device, load_tensors, start
@@ -15,6 +16,7 @@ run = load_tensors(snakemake.input.run[0]) if snakemake.input.run else None
 if run is not None:  # the run must be the one this unit names, not one left over from another configuration
     check_spec(snakemake.input.run[0], run["spec"], unit)
 ds = kind_of(unit["kind"]).measure(unit, data, run, device)
-attrs = provenance(spec_json(unit), snakemake.config["scale"], snakemake.rule, ds.attrs["data_source"])
-write_store(ds, snakemake.output[0], attrs)
-log.info("%s: measured on %s in %.1f s", snakemake.output[0], device, time.monotonic() - began)
+attrs = provenance(spec_json(unit), snakemake.params.scale, snakemake.rule, ds.attrs["data_source"])
+write_store(ds, snakemake.output.store, attrs)
+log.info("%s: measured on %s in %.1f s", snakemake.output.store, device, time.monotonic() - began)
+usage.write(snakemake.output.usage, str(device), [snakemake.output.store])

@@ -1,8 +1,14 @@
+from featlearn import usage
 from featlearn.data.prepare import prepare
 from featlearn.jobs import save_tensors, start
 
 log = start(snakemake.log[0])
 params = snakemake.params.spec
+usage.start("item")
+if snakemake.params.warmup and isinstance(params.get("n"), int):  # a rehearsal times images after a warm-up
+    usage.tick(len(prepare({**params, "n": 10}, snakemake.config["data_dir"], False).get("x_train", [])))
 data = prepare(params, snakemake.config["data_dir"], snakemake.config["download"])
-log.info("%s: %s", snakemake.output[0], data["source"])
-save_tensors(data, snakemake.output[0])
+usage.tick(len(data["x_train"]) if "x_train" in data else 1)
+log.info("%s: %s", snakemake.output.data, data["source"])
+save_tensors(data, snakemake.output.data)
+usage.write(snakemake.output.usage, "cpu", [snakemake.output.data])

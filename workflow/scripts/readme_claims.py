@@ -1,15 +1,21 @@
 from pathlib import Path
 
-from featlearn.claims.report import update_readme, write_text
+from featlearn.claims import core
+from featlearn.claims.report import README_SCALES, readme_block, scale_of, update_readme, write_text
 from featlearn.jobs import start
 
 log = start(snakemake.log[0])
-readme, scale = Path(snakemake.params.readme), snakemake.config["scale"]
-if scale == snakemake.params.readme_scale:
-    table = Path(snakemake.input.table).read_text(encoding="utf-8")
-    write_text(readme, update_readme(readme.read_text(encoding="utf-8"), table))
-    message = f"{readme}: claims block rewritten from {snakemake.input.table} (scale {scale})"
+readme = Path(snakemake.params.readme)
+papers = {}
+for path in snakemake.input.claims:
+    header, checks = core.from_json(Path(path).read_text(encoding="utf-8"))
+    papers[header["paper"]] = (header, checks)
+scale = scale_of(papers)  # the stores' label: "paper-rehearsal" for a rehearsal, never a README block
+if scale in README_SCALES:
+    write_text(readme, update_readme(readme.read_text(encoding="utf-8"),
+                                     readme_block(papers, snakemake.params.figures), scale))
+    message = f"{readme}: the {scale} scale's claims block rewritten from {', '.join(snakemake.input.claims)}"
 else:
-    message = f"{readme} left alone: it shows the {snakemake.params.readme_scale} scale, this build is {scale}"
+    message = f"{readme} left alone: it shows the scales {', '.join(README_SCALES)}, this build is {scale}"
 log.info(message)
 write_text(snakemake.output[0], message + "\n")

@@ -1,7 +1,8 @@
 import importlib
 
+from featlearn import usage
 from featlearn.jobs import job_device, load_tensors, start
-from featlearn.train import train
+from featlearn.train import train, training_tensors
 
 # Optimizers that measure the network while training, and the metric module they need (featlearn.deps reads this).
 DISPATCH = {"slo_adaptive": "featlearn.metrics.nfa"}
@@ -13,5 +14,7 @@ spec = snakemake.params.spec
 optimizer = spec["train"]["optimizer"]
 layer_nfcs = importlib.import_module(DISPATCH[optimizer]).hidden_layer_nfcs if optimizer in DISPATCH else None
 data = load_tensors(snakemake.input.data)
-record = train(spec, data, snakemake.output[0], snakemake.params.checkpoint, device, layer_nfcs)
-log.info("%s: %s on %s after %.1f s", snakemake.output[0], record["status"], device, record["seconds"])
+record = train(spec, data, snakemake.output.run, snakemake.params.checkpoint, device, layer_nfcs)
+log.info("%s: %s on %s after %.1f s", snakemake.output.run, record["status"], device, record["seconds"])
+points = training_tensors(data)
+usage.write(snakemake.output.usage, str(device), [snakemake.output.run], n=len(points.get("x", points.get("tokens"))))

@@ -10,7 +10,11 @@ import numpy as np
 import xarray as xr
 
 from featlearn.claims.core import (
+    ANY_SCALE,
+    AT_PAPER,
+    BELOW_PAPER,
     CONSTRUCTION,
+    ON_STAND_IN,
     OPEN,
     Claim,
     Diagnosis,
@@ -22,8 +26,10 @@ from featlearn.claims.core import (
     first,
     fmt,
     mean_sd,
+    numbers,
     scalar,
     seed_mean,
+    seeds,
     slash,
     values,
 )
@@ -90,7 +96,8 @@ def c_above_uc(ds: xr.Dataset) -> Outcome:
         raise NotMeasured("C-NFC, UC-NFC: no finite value in the store")
     above = c.values[measured] >= uc.values[measured]
     share = float(above.mean())
-    return Outcome(share >= 0.9, f"C ≥ UC at {100 * share:.0f}% of {above.size} points", share)
+    return Outcome(share >= 0.9, f"C ≥ UC at {100 * share:.0f}% of {above.size} points", share,
+                   {"share": share, "points": above.size})
 
 
 def c_high_early(ds: xr.Dataset) -> Outcome:
@@ -135,7 +142,8 @@ def uc_rises_toward_c(ds: xr.Dataset) -> Outcome:
 def weights_move(ds: xr.Dataset) -> Outcome:
     """Final seed-mean ‖W − W₀‖/‖W‖, smallest over layers (and datasets, blocks, projections)."""
     v = values(_final_seed_mean(ds.dw_rel), "‖ΔW‖/‖W‖")
-    return Outcome(v.min() >= 0.1, f"min {fmt(v.min())}, max {fmt(v.max())} over {v.size} layers", float(v.min()))
+    return Outcome(v.min() >= 0.1, f"min {fmt(v.min())}, max {fmt(v.max())} over {v.size} layers", float(v.min()),
+                   {"min": float(v.min()), "max": float(v.max())})
 
 
 # ---- Fig 3: free-probability prediction vs observation on the alignment-reversing data ----
@@ -151,9 +159,10 @@ def fig3_prediction_tracks(ds: xr.Dataset) -> Outcome:
 def fig3_reversal(ds: xr.Dataset) -> Outcome:
     obs = ds.rho_observed.mean("data_seed", skipna=False).sortby("gamma")
     v = values(obs, "ρ_2nd seed mean")
+    every = values(ds.rho_observed, "ρ_2nd")
     return Outcome(v[0] <= 0.9 and v[-1] - v[0] >= 0.1,
                    f"ρ_2nd {fmt(v[0])} at γ = {float(obs.gamma[0]):g}, {fmt(v[-1])} at γ = {float(obs.gamma[-1]):g}",
-                   float(v[0]))
+                   float(v[0]), {"rho_min": float(every.min()), "rho_max": float(every.max())})
 
 
 # ---- Figs 4, 11: SLO vs GD across the first layer's init scale s₀ ----
@@ -188,7 +197,15 @@ def fig4_slo_nfc_one(ds: xr.Dataset) -> Outcome:
     _, uc = _by_s0(ds, "uc_nfc", "slo")
     _, c = _by_s0(ds, "c_nfc", "slo")
     low = float(min(uc.min(), c.min()))
-    return Outcome(low >= 0.95, f"UC {fmt(uc.min())}–{fmt(uc.max())}, C {fmt(c.min())}–{fmt(c.max())} over s₀", low)
+    runs = convention(ds.uc_nfc, COSINE).sel(optimizer="slo", layer=1)  # every (s₀, seed) run's trajectory
+    ends, peaks = final(runs), runs.max("step")
+    facts = {"uc_low": float(uc.min()), "uc_high": float(uc.max()), "c_low": float(c.min()), "c_high": float(c.max()),
+             "low": low, "run_low": float(ends.min()), "run_high": float(ends.max()),
+             "peak_low": float(peaks.min()), "peak_high": float(peaks.max()), "runs": int(ends.notnull().sum()),
+             "settled": int(((peaks - ends) >= 0.01).sum()), "seed_lows": slash(ends.min("init_scale")),
+             "gd_large": float(_by_s0(ds, "uc_nfc", "gd")[1][0])}
+    return Outcome(low >= 0.95, f"UC {fmt(uc.min())}–{fmt(uc.max())}, C {fmt(c.min())}–{fmt(c.max())} over s₀", low,
+                   facts)
 
 
 def fig4_slo_invariant(ds: xr.Dataset) -> Outcome:
@@ -272,9 +289,11 @@ def c_more_robust(spectrum: str) -> StoreCheck:
         c, uc = (_final_seed_mean(convention(run[v], COSINE)) for v in ("c_nfc", "uc_nfc"))
         c_range = values(c.max("init_scale") - c.min("init_scale"), "C range")
         uc_range = values(uc.max("init_scale") - uc.min("init_scale"), "UC range")
+        facts = {f"{name}_range_{int(layer)}": float(r) for name, ranges in (("c", c_range), ("uc", uc_range))
+                 for layer, r in zip(c.layer.values, ranges)}
         return Outcome(bool(np.all(c_range < uc_range)),
                        f"range over s₀: C {slash(c_range)}, UC {slash(uc_range)} "
-                       "(per layer)", float(c_range.max()))
+                       "(per layer)", float(c_range.max()), facts)
 
     return check
 
@@ -299,8 +318,15 @@ def small_s0_better(spectrum: str) -> StoreCheck:
         uc = values(_final_seed_mean(convention(run.uc_nfc, COSINE).sel(layer=1)), "final UC-NFC")
         loss = values(_final_seed_mean(run.test_loss), "final test loss")
         s0 = run.init_scale.values
+        per_seed = final(run.test_loss)
+        facts = {"uc_large": float(uc[0]), "uc_small": float(uc[-1]), "loss_large": float(loss[0]),
+                 "loss_small": float(loss[-1]), "loss_large_seeds": slash(per_seed.isel(init_scale=0)),
+                 "loss_small_seeds": slash(per_seed.isel(init_scale=-1))}
+        if "train_loss" in run:
+            train = _final_seed_mean(run.train_loss)
+            facts.update(train_large=float(train.isel(init_scale=0)), train_small=float(train.isel(init_scale=-1)))
         return Outcome(uc[-1] > uc[0] and loss[-1] < loss[0],
-                       f"UC {_series(s0, uc)}; test loss {slash(loss)}", float(loss[-1] - loss[0]))
+                       f"UC {_series(s0, uc)}; test loss {slash(loss)}", float(loss[-1] - loss[0]), facts)
 
     return check
 
@@ -342,18 +368,32 @@ def fig7_relu_qualitative(ds: xr.Dataset) -> Outcome:
 
 # ---- Fig 12: adaptive SLO in a 3-hidden-layer net ----
 
+def _fig12_facts(ds: xr.Dataset) -> dict[str, float | str]:
+    """What a diagnosis of Fig 12 reads: per seed, SLO's lowest and GD's best final layer; final train losses."""
+    ends = final(convention(ds.uc_nfc, COSINE))
+    facts: dict[str, float | str] = {"slo_low_seeds": slash(ends.sel(optimizer="slo_adaptive").min("layer")),
+                                     "gd_best_seeds": slash(ends.sel(optimizer="gd").max("layer"))}
+    if "train_loss" in ds:
+        train = _final_seed_mean(ds.train_loss)
+        facts.update(slo_train=float(train.sel(optimizer="slo_adaptive")), gd_train=float(train.sel(optimizer="gd")))
+    return facts
+
+
 def fig12_equalizes_above_gd(ds: xr.Dataset) -> Outcome:
     uc = _final_seed_mean(convention(ds.uc_nfc, COSINE))
     slo, gd = values(uc.sel(optimizer="slo_adaptive"), "SLO UC-NFC"), values(uc.sel(optimizer="gd"), "GD UC-NFC")
     return Outcome(slo.min() > gd.max(), f"SLO {slash(slo)}, GD {slash(gd)} "
-                                         "(per layer)", float(slo.min() - gd.max()))
+                                         "(per layer)", float(slo.min() - gd.max()), _fig12_facts(ds))
 
 
 def fig12_test_lower(ds: xr.Dataset) -> Outcome:
     loss = _final_seed_mean(ds.test_loss)
     slo = scalar(loss.sel(optimizer="slo_adaptive"), "SLO test loss")
     gd = scalar(loss.sel(optimizer="gd"), "GD test loss")
-    return Outcome(slo < gd, f"SLO {fmt(slo)} vs GD {fmt(gd)}", slo - gd)
+    per_seed = final(ds.test_loss)
+    facts = {**_fig12_facts(ds), "slo_seeds": slash(per_seed.sel(optimizer="slo_adaptive")),
+             "gd_seeds": slash(per_seed.sel(optimizer="gd"))}
+    return Outcome(slo < gd, f"SLO {fmt(slo)} vs GD {fmt(gd)}", slo - gd, facts)
 
 
 # ---- Fig 16: CelebA glasses; Fig 17: SVHN SLO ----
@@ -367,7 +407,7 @@ def fig16_corrupted_near_zero(ds: xr.Dataset) -> Outcome:
     good = values(convention(ds.rho_diag_agop, PEARSON), "ρ(diag F, diag Ḡ)").mean()
     bad = values(convention(ds.rho_diag_corrupted, PEARSON), "ρ(diag F, diag WᵀQW)")
     return Outcome(abs(bad.mean()) <= 0.2 and good - bad.mean() >= 0.5, f"{mean_sd(bad)} (vs {fmt(good)})",
-                   float(bad.mean()))
+                   float(bad.mean()), {"corrupted": float(bad.mean()), "good": float(good)})
 
 
 def fig17_slo_raises(ds: xr.Dataset) -> Outcome:
@@ -381,21 +421,112 @@ def fig17_slo_raises(ds: xr.Dataset) -> Outcome:
 
 
 SPECTRUM_FIGURES = {"8": "isotropic", "9": "1/(1+k)", "10": "1/(1+k^2)"}
-# Failures seen at the quick scale, which for these synthetic sweeps equals the paper's settings but for one seed.
-SPECTRUM_DIAGNOSES = {
-    ("8", "c_more_robust"): Diagnosis(
-        OPEN, "in layer 1 C-NFC's final range over s₀ (0.37) exceeds UC-NFC's (0.32), while layer 2 agrees with the "
-        "paper (0.017 against 0.12); one seed, so seed noise is not ruled out"),
-    ("10", "small_s0_better"): Diagnosis(
-        OPEN, "UC-NFC does grow as s₀ shrinks (0.49 → 0.94), but the final test loss is lowest at s₀ = 1 (0.16 "
-        "against 0.21 at s₀ = 0.001); the paper gives its test losses only in a figure, so its margin is unknown; "
-        "one seed"),
-}
+# ---- Diagnoses: why a claim fails where it is known to, each with the condition under which it holds ----
+# The quick scale runs the synthetic sweeps at the paper's settings with one seed (adaptive SLO and Fig 1 with the
+# paper's seeds); the paper scale with three. Numbers in a text come from the measurement it is applied to ({...}),
+# except those of side runs, which say where they were measured.
 
-FIG12 = Diagnosis(
-    CONSTRUCTION, "with the stated lr and ε, adaptive SLO's fastest layer moves η·s = 1.0 per step against "
-    "‖W‖_F ≈ 0.92, so that layer is re-drawn every step instead of aligning; GD's layers align on their own",
-    "first-layer-only small init, readout × 0.01, mini-batches: none reproduces the claim over seeds")
+PAPER_3_SEEDS = AT_PAPER & seeds(3)
+
+FIG8_ROBUST_ONE_SEED = Diagnosis(
+    OPEN, "in layer 1 C-NFC's final range over s₀ ({c_range_1:.2f}) exceeds UC-NFC's ({uc_range_1:.2f}), while layer "
+    "2 agrees with the paper ({c_range_2:.3f} against {uc_range_2:.2f}); one seed, so seed noise is not ruled out",
+    when=seeds(1))
+
+FIG10_LOSS_ONE_SEED = Diagnosis(
+    OPEN, "UC-NFC does grow as s₀ shrinks ({uc_large:.2f} → {uc_small:.2f}), but the final test loss is lowest at "
+    "s₀ = 1 ({loss_large:.2f} against {loss_small:.2f} at the smallest s₀); the paper gives its test losses only in "
+    "a figure, so its margin is unknown; one seed", when=seeds(1) & numbers("UC-NFC grows as s₀ shrinks",
+                                                                            lambda f: f["uc_small"] > f["uc_large"]))
+
+FIG10_LOSS_PAPER = Diagnosis(
+    OPEN, "UC-NFC grows as s₀ shrinks ({uc_large:.2f} → {uc_small:.2f}), but after the stated 800 steps at lr 0.05 "
+    "the small-init nets have not fit the 1/(1+k²) data: final train loss {train_small:.3f} at the smallest s₀ "
+    "against {train_large:.3f} at s₀ = 1, and test loss {loss_small_seeds} against {loss_large_seeds} per seed. "
+    "Trained to interpolation, s₀ = 1 still generalizes as well or better, and no reading we tried reverses the order "
+    "on every seed; the paper shows its losses only normalised by their maximum, so its margin is unknown",
+    "side runs at the paper's settings, 3 seeds, test loss at s₀ = 1 vs 0.001: 3,200 steps 0.121–0.149 vs "
+    "0.136–0.156; 10,000 steps (train loss ≤ 4e-4) 0.117–0.148 vs 0.131–0.155 (s₀ = 1 lower on 2 of 3 seeds); v1's "
+    "N(0, s/k) init 0.149–0.165 vs 0.167–0.205; the spectrum scaled to tr Σ = d (its normalisation is unstated) "
+    "0.141–0.170 vs 0.146–0.165 (s₀ = 0.001 lower on 2 of 3 seeds, mean 0.154 vs 0.157)",
+    when=PAPER_3_SEEDS & numbers("UC-NFC grows as s₀ shrinks and the smallest s₀ ends at ≥ 2× the train loss of "
+                                 "s₀ = 1", lambda f: f["uc_small"] > f["uc_large"]
+                                 and f["train_small"] >= 2 * f["train_large"]))
+
+FIG12_MECHANISM = (
+    "With the stated η = 0.05, s = 20 and init 0.1 (× torch's default), the layer picked at each step moves up to "
+    "η·s = 1.0 in Frobenius norm per step against ‖W‖_F ≈ 0.92 at init, a step as large as the layer, and adaptive "
+    "SLO does not fit the data: final train loss {slo_train:.3g} against GD's {gd_train:.3g} (seed means)")
+FIG12_TRIED = (
+    "first-layer-only small init, readout × 0.01, mini-batches (earlier, at these settings); in side runs at these "
+    "settings, 3 seeds: v1's N(0, s/k) init (‖W‖_F ≈ 5): SLO's lowest layer above GD's best on 1 of 3 seeds, test "
+    "loss lower on 1 of 3 (mean 0.473 vs 0.458); lr × 0.1, and s = 5: test loss lower on 1 of 3 seeds, lowest layer "
+    "below GD's best on all 3. None reproduces the claim over seeds; the text's literal 'dividing the gradients by "
+    "ε‖∇𝓛‖' would make the step η·s/ε = 100")
+# Adaptive SLO runs the paper's settings and seeds at every scale but smoke; the diagnosis holds where SLO under-fits.
+FIG12_UNDERFITS = numbers("adaptive SLO ends at a higher train loss than GD",
+                          lambda f: f["slo_train"] > f["gd_train"])
+
+FIG12_EQUALIZES = Diagnosis(
+    CONSTRUCTION, "adaptive SLO's lowest layer ends at {slo_low_seeds} per seed against GD's best layer at "
+    "{gd_best_seeds}. " + FIG12_MECHANISM, FIG12_TRIED, when=seeds(3) & FIG12_UNDERFITS)
+
+FIG12_TEST = Diagnosis(
+    CONSTRUCTION, "adaptive SLO's final test loss is {slo_seeds} per seed against GD's {gd_seeds}. " + FIG12_MECHANISM,
+    FIG12_TRIED, when=seeds(3) & FIG12_UNDERFITS)
+
+VGG_ONE_SEED = Diagnosis(
+    OPEN, "C ≥ UC at {share:.0%} of the points, just under our 90% threshold, after the quick VGG was retuned to 60 "
+    "epochs so that it learns at all (at 10 epochs its loss stayed at chance); one seed on the CIFAR-10 stand-in, so "
+    "neither the stand-in nor seed noise is ruled out", when=BELOW_PAPER & ON_STAND_IN & seeds(1))
+
+FIG3_SPIKE = Diagnosis(
+    CONSTRUCTION, "ρ_2nd stays between {rho_min:.6f} and {rho_max:.6f} at every γ and data seed: there is no reversal "
+    "to track (the prediction tracks the observation: the Fig 3 tracking claim passes). In the printed dataset "
+    "(App. G) the all-ones direction of Σ = 11ᵀ + ε₁I dominates XᵀYX: in side computations it carried 96–99% of the "
+    "Frobenius norm of both second-derivative matrices at n = d = 256, and at the paper's n = d = 1024 (data seed 0) "
+    "98.8% at γ = 0.05 (top eigenvalue of XᵀYX 52, the next 0.92) to 99.9% at γ = 1, so their correlation stays ≈ 1 "
+    "whatever γ does to the other directions",
+    "at n = d = 256: inputs scaled by x/d and x/d^1.5, Σ = 11ᵀ/d + ε₁I, inverting the smallest directions: none makes "
+    "ρ_2nd fall with γ; at n = d = 1024: the Pearson correlation of the expected matrices is 1.0000 too, and with "
+    "XᵀYX's top direction projected out their cosine is 0.96 / 0.86 / 0.98 at γ = 0.05 / 0.25 / 1, no fall either",
+    when=ANY_SCALE & numbers("ρ_2nd ≥ 0.99 at every γ and data seed", lambda f: f["rho_min"] >= 0.99))
+
+FIG4_ONE_SEED = Diagnosis(
+    OPEN, "UC reaches {uc_low:.2f}–{uc_high:.2f} and C {c_low:.2f}–{c_high:.2f}, flat in s₀ (the invariance claim "
+    "passes) but short of our 0.95 reading of the paper's '≈ 1'; one seed",
+    when=seeds(1) & numbers("UC and C ≥ 0.85 at every s₀", lambda f: f["low"] >= 0.85))
+
+FIG4_PAPER = Diagnosis(
+    OPEN, "with SLO the seed-mean UC reaches {uc_low:.3f}–{uc_high:.3f} and C {c_low:.3f}–{c_high:.3f} over s₀ (runs "
+    "{run_low:.3f}–{run_high:.3f}; each seed's lowest over s₀ {seed_lows}): flat in s₀ (the invariance claim passes) "
+    "and above GD's {gd_large:.2f} at s₀ = 1, but short of our 0.95 reading of the paper's '≈ 1', which gives no "
+    "number. The runs peak at {peak_low:.3f}–{peak_high:.3f} during training; {settled} of {runs} end ≥ 0.01 below "
+    "their peak",
+    "side runs at the paper's settings, 3 seeds, final layer-1 UC at s₀ = 1 and 0.001: the literal 'divided by 0.01' "
+    "readout (× 100) 0.949–0.965 but train loss 10²–10⁵; v1's N(0, s/k) init 0.912–0.952; 2,400 steps 0.927–0.965; "
+    "ε = 0.01 0.920–0.961; lr × 0.1 leaves s₀ = 1 untrained (loss 0.96–0.99)",
+    when=PAPER_3_SEEDS & numbers("seed-mean UC and C ≥ 0.85 at every s₀, above GD's at s₀ = 1",
+                                 lambda f: f["low"] >= 0.85 and f["uc_low"] > f["gd_large"]))
+
+MLP_MOVES_QUICK = Diagnosis(
+    OPEN, "the smallest relative movement is {min:.2g} (the largest {max:.2g}) after the quick scale's 10–20 epochs "
+    "on ≤ 4,500 images; that longer training closes the gap is likely but not measured", when=BELOW_PAPER)
+
+FIG16_CORRUPTED = Diagnosis(
+    OPEN, "ρ(diag F, diag WᵀQW) is {corrupted:.2f} (against ρ(diag F, diag Ḡ) {good:.2f}). Not the stand-in and not "
+    "our formula (Pearson on the diagonals, as the paper's ρ̄): in side runs K⁽⁰⁾'s eigenvalues were as spread on the "
+    "stand-in (std/mean 7.8) as on real MNIST (6.6) and Fashion-MNIST (8.4), and real data gave the same "
+    "ρ(diag F, diag WᵀQW) = 0.86–0.93. After small-init training W⁽⁰⁾ is nearly rank one; its column norms (diag F) "
+    "varied 40–800× over pixels against a ≈ 0.6 variation of the part Q changes, so diag WᵀQW tracks diag F for any "
+    "Q. The paper's 0.04 (one Q draw, real CelebA) cannot be tested offline",
+    "real MNIST and Fashion-MNIST, 64×64 stand-in, 500 epochs, informative pixels only, per-pixel standardised inputs "
+    "(0.66–0.71), single Q draws early in training (−0.30 to 0.99)", when=ON_STAND_IN)
+
+SPECTRUM_DIAGNOSES = {
+    ("8", "c_more_robust"): (FIG8_ROBUST_ONE_SEED,),
+    ("10", "small_s0_better"): (FIG10_LOSS_ONE_SEED, FIG10_LOSS_PAPER),
+}
 
 CLAIMS: list[Claim] = [
     Claim("fig1.rho_nfm_agop", "1", "The trained first-layer NFM F and AGOP Ḡ are highly correlated.", "0.93",
@@ -414,10 +545,8 @@ CLAIMS: list[Claim] = [
           "final C − UC gap below the initial gap in ≥ 50% of (dataset, layer) curves", ("real_mlp",),
           uc_rises_toward_c),
     Claim("fig2.vgg_c_above_uc", "2C", "C-NFC ≥ UC-NFC in every conv layer of VGG-11 through training.", "",
-          "seed-mean C ≥ UC at ≥ 90% of (epoch, layer) points, Pearson", ("vgg_cifar",), c_above_uc, Diagnosis(
-              OPEN, "C ≥ UC at 88% of the points, just under our 90% threshold, after the quick VGG was retuned to 60 "
-              "epochs so that it learns at all (at 10 epochs its loss stayed at chance); one seed on the CIFAR-10 "
-              "stand-in, so neither the stand-in nor seed noise is ruled out")),
+          "seed-mean C ≥ UC at ≥ 90% of (epoch, layer) points, Pearson", ("vgg_cifar",), c_above_uc,
+          (VGG_ONE_SEED,)),
     Claim("fig2.vgg_gap_early_deep", "2C", "The C − UC gap is largest early and in deeper layers (VGG).", "",
           "gap at the first epoch > at the last; deepest layer's gap > first layer's", ("vgg_cifar",),
           gap_early_and_deep("layer")),
@@ -432,13 +561,7 @@ CLAIMS: list[Claim] = [
           "", "max |ρ_pred − ρ_2nd| ≤ 0.05 over γ and data seeds", ("reversing",), fig3_prediction_tracks),
     Claim("fig3.reversal", "3", "The alignment-reversing data drive ρ_2nd well below 1 as γ decreases.", "",
           "seed-mean ρ_2nd ≤ 0.9 at the smallest γ and ≥ 0.1 below its value at the largest γ", ("reversing",),
-          fig3_reversal, Diagnosis(
-              CONSTRUCTION, "in the printed dataset (App. G) the all-ones spike carries 96–99% of the Frobenius norm "
-              "of both second-derivative matrices at every γ, so their correlation stays ≈ 1 whatever γ does to the "
-              "other directions; the prediction tracks the observation (the Fig 3 tracking claim passes), but there "
-              "is no reversal to track",
-              "inputs scaled by x/d and x/d^1.5, Σ = 11ᵀ/d + ε₁I, inverting the smallest directions: none makes "
-              "ρ_2nd fall with γ")),
+          fig3_reversal, (FIG3_SPIKE,)),
     Claim("fig4.gd_rc_grows", "4", "Under GD, R_C grows as the first-layer init scale s₀ shrinks.", "",
           "final layer-1 R_C non-decreasing from s₀ = 1 to the smallest s₀ (tolerance 0.02)", ("slo_sweep",),
           grows_as_s0_shrinks("ratio_c_uc")),
@@ -448,9 +571,8 @@ CLAIMS: list[Claim] = [
     Claim("fig4.slo_rc_one", "4", "With SLO, R_C ≈ 1 for every s₀.", "≈ 1", "final layer-1 R_C ≥ 0.9 at every s₀",
           ("slo_sweep",), fig4_slo_rc_one),
     Claim("fig4.slo_nfc_one", "4", "With SLO, UC-NFC and C-NFC reach ≈ 1 at every s₀.", "≈ 1",
-          "final layer-1 UC and C ≥ 0.95 at every s₀", ("slo_sweep",), fig4_slo_nfc_one, Diagnosis(
-              OPEN, "UC and C reach 0.89–0.94, flat in s₀ (the invariance claim passes) but short of our 0.95 reading "
-              "of the paper's '≈ 1'; the quick scale runs the paper's settings with one seed")),
+          "final layer-1 UC and C ≥ 0.95 at every s₀", ("slo_sweep",), fig4_slo_nfc_one,
+          (FIG4_ONE_SEED, FIG4_PAPER)),
     Claim("fig4.slo_invariant", "4", "With SLO, UC-NFC does not depend on s₀.", "",
           "final layer-1 UC spread over s₀ ≤ 0.1", ("slo_sweep",), fig4_slo_invariant),
     Claim("fig11.gd_f_loses_faster", "4, 11", "Under GD, as s₀ grows F loses the EGOP structure faster than Ḡ.",
@@ -480,23 +602,21 @@ CLAIMS: list[Claim] = [
               c_high_early_sweep(spectrum)),
         Claim(f"fig{fig}.c_more_robust", fig, f"C-NFC is more robust to s₀ than UC-NFC ({spectrum} spectrum).", "",
               "final C range over s₀ < UC range, in every layer", ("init_sweep",), c_more_robust(spectrum),
-              SPECTRUM_DIAGNOSES.get((fig, "c_more_robust"))),
+              SPECTRUM_DIAGNOSES.get((fig, "c_more_robust"), ())),
         Claim(f"fig{fig}.uc_rises", fig, f"UC-NFC rises during training ({spectrum} spectrum).", "",
               "final UC > UC at init in ≥ 75% of (s₀, layer) curves", ("init_sweep",), uc_rises(spectrum)),
         Claim(f"fig{fig}.small_s0_better", fig,
               f"Smaller s₀ gives a higher UC-NFC and a lower test loss ({spectrum} spectrum).", "",
               "smallest s₀ vs s₀ = 1: higher final layer-1 UC and lower final test loss", ("init_sweep",),
-              small_s0_better(spectrum), SPECTRUM_DIAGNOSES.get((fig, "small_s0_better"))),
+              small_s0_better(spectrum), SPECTRUM_DIAGNOSES.get((fig, "small_s0_better"), ())),
     )],
     Claim("fig12.equalizes_above_gd", "12", "Adaptive SLO brings every layer to a UC-NFC above GD's best layer.", "",
           "min over layers of SLO's final UC > max over layers of GD's", ("adaptive_slo",), fig12_equalizes_above_gd,
-          FIG12),
+          (FIG12_EQUALIZES,)),
     Claim("fig12.test_lower", "12", "Adaptive SLO reaches a lower test loss than GD.", "",
-          "final seed-mean test loss SLO < GD", ("adaptive_slo",), fig12_test_lower, FIG12),
+          "final seed-mean test loss SLO < GD", ("adaptive_slo",), fig12_test_lower, (FIG12_TEST,)),
     Claim("fig14.mlp_weights_move", "14", "MLP weights move substantially from init in every layer.", "",
-          "final ‖W − W₀‖/‖W‖ ≥ 0.1 in every layer and dataset", ("real_mlp",), weights_move, Diagnosis(
-              OPEN, "the smallest relative movement is 0.049 (the largest 0.55) after the quick scale's 10–20 epochs "
-              "on ≤ 4,500 images; that longer training closes the gap is likely but not measured")),
+          "final ‖W − W₀‖/‖W‖ ≥ 0.1 in every layer and dataset", ("real_mlp",), weights_move, (MLP_MOVES_QUICK,)),
     Claim("fig15.vgg_weights_move", "15A", "VGG weights move substantially from init in every conv layer.", "",
           "final ‖W − W₀‖/‖W‖ ≥ 0.1 in every layer", ("vgg_cifar",), weights_move),
     Claim("fig15.gpt_weights_move", "15B", "GPT Q, K, V weights move substantially from init in every block.", "",
@@ -505,15 +625,7 @@ CLAIMS: list[Claim] = [
           "mean Pearson ρ(diag F, diag Ḡ) ≥ 0.75", ("celeba_glasses",), fig16_diag_high),
     Claim("fig16.corrupted_near_zero", "16", "With random eigenvectors (WᵀQW) the diagonal correlation vanishes.",
           "0.04", "|mean ρ(diag F, diag WᵀQW)| ≤ 0.2 and ≥ 0.5 below ρ(diag F, diag Ḡ)", ("celeba_glasses",),
-          fig16_corrupted_near_zero, Diagnosis(
-              OPEN, "not the stand-in and not our formula (Pearson on the diagonals, as the paper's ρ̄): K⁽⁰⁾'s "
-              "eigenvalues are as spread on the stand-in (std/mean 7.8) as on real MNIST (6.6) and Fashion-MNIST "
-              "(8.4), and real data give the same ρ(diag F, diag WᵀQW) = 0.86–0.93. After small-init training W⁽⁰⁾ is "
-              "nearly rank one; its column norms (diag F) vary 40–800× over pixels against a ≈ 0.6 variation of the "
-              "part Q changes, so diag WᵀQW tracks diag F for any Q. The paper's 0.04 (one Q draw, real CelebA) "
-              "cannot be tested offline",
-              "real MNIST and Fashion-MNIST, 64×64 stand-in, 500 epochs, informative pixels only, per-pixel "
-              "standardised inputs (0.66–0.71), single Q draws early in training (−0.30 to 0.99)")),
+          fig16_corrupted_near_zero, (FIG16_CORRUPTED,)),
     Claim("fig17.slo_raises", "17", "On SVHN, SLO raises layer-1 UC-NFC, C-NFC and R_C over standard training.", "",
           "final seed-mean SLO > GD for all three, layer 1", ("svhn_slo",), fig17_slo_raises),
 ]

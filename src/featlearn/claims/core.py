@@ -10,10 +10,15 @@ Stores of several runs may share padded axes: a seed not run at this scale is al
 fewer epochs is NaN after its end. ``seed_mean`` skips the first, ``final`` (the last finite time point of each
 series) the second.
 
-A claim may carry a ``Diagnosis``: why it fails where it is known to, what was tried, and whether the cause is the
-small scale, stand-in data or the paper's own construction. A failed check carries the diagnosis that applies to the
-stores it was measured on (a quick-scale diagnosis does not excuse a paper-scale failure); a failure nobody has
-explained carries an "open" one saying so.
+A claim may carry a ``Diagnosis``: why it fails where it is known to, what was tried, whether the cause is the
+small scale, stand-in data or the paper's own construction, and the ``Condition`` under which all that holds (the
+scale, the number of seeds, stand-in data, the measured numbers), checked on the stores it is applied to. Its text
+takes its numbers from the measurement ("{low:.2f}" filled from the check's ``Outcome.facts``), never from the build
+it was written against. A failed check carries the ``Finding`` of that diagnosis where its condition holds there (a
+quick-scale or one-seed diagnosis does not excuse a failure with the paper's three seeds); a failure nobody has
+explained there carries an "open" one saying so. Stores of the paper-scale rehearsal (``scale`` "paper-rehearsal": a
+few optimizer steps, the first seed, two snapshots at the paper's shapes) fail for that reason, whatever the claim's
+diagnosis says.
 """
 
 from __future__ import annotations
@@ -32,7 +37,9 @@ log = logging.getLogger(__name__)
 
 PASSED, FAILED, NOT_MEASURED = "passed", "failed", "not measured"
 QUICK_SCALE, STAND_IN, CONSTRUCTION, OPEN = "quick scale", "stand-in data", "paper's construction", "open"
-CAUSES = (QUICK_SCALE, STAND_IN, CONSTRUCTION, OPEN)
+REHEARSAL = "rehearsal"
+CAUSES = (QUICK_SCALE, STAND_IN, CONSTRUCTION, OPEN, REHEARSAL)
+PAPER_SCALE, REHEARSAL_SCALE = "paper", "paper-rehearsal"  # the stores' ``scale`` label of each
 PROVENANCE_ATTRS = ("scale", "data_source", "git_commit", "git_dirty", "created", "rule", "packages")
 
 
@@ -46,35 +53,107 @@ class Diverged(Exception):
 
 @dataclass(frozen=True)
 class Outcome:
-    """What a check measured: the verdict, a short text of the numbers, and the headline number."""
+    """What a check measured: the verdict, a short text of the numbers, the headline number, and ``facts``: named
+    numbers (or per-seed texts) that a diagnosis's condition and text read."""
 
     passed: bool
     measured: str
     value: float | None = None
+    facts: Mapping[str, float | str] = field(default_factory=dict)
 
 
 StoreCheck = Callable[..., Outcome]  # called with the claim's stores, in order
 
 
 @dataclass(frozen=True)
-class Diagnosis:
-    """Why a claim fails: the ``cause`` (one of CAUSES), the evidence in words, and the alternatives ``tried``.
+class Measured:
+    """Where and what a claim measured, which a diagnosis's condition is checked on."""
 
-    A "quick scale" cause applies only below the paper scale, a "stand-in data" cause only to stores measured on a
-    stand-in; the paper's construction and open questions apply everywhere.
+    scales: tuple[str, ...]  # the stores' ``scale`` attributes
+    seeds: int | None  # the most seeds that ran in any of the stores (None: no store has a ``seed`` axis)
+    standin: bool  # some store holds stand-in data
+    facts: Mapping[str, float | str] = field(default_factory=dict)  # the check's named numbers (none when it raised)
+
+
+@dataclass(frozen=True)
+class Condition:
+    """Where a diagnosis holds, in words (``text``) and as a ``test`` of what was measured; ``a & b`` needs both."""
+
+    text: str
+    test: Callable[[Measured], bool] = field(repr=False, compare=False)
+
+    def __and__(self, other: Condition) -> Condition:
+        return Condition(f"{self.text}, {other.text}", lambda m: self.test(m) and other.test(m))
+
+
+ANY_SCALE = Condition("at every scale", lambda m: True)
+BELOW_PAPER = Condition("below the paper scale", lambda m: bool(m.scales) and set(m.scales) <= {"smoke", "quick"})
+AT_PAPER = Condition("at the paper scale", lambda m: m.scales == (PAPER_SCALE,))
+ON_STAND_IN = Condition("on stand-in data", lambda m: m.standin)
+
+
+def seeds(n: int) -> Condition:
+    """Exactly ``n`` seeds ran (a one-seed diagnosis does not hold where three did)."""
+    return Condition(f"{n} seed{'s' if n != 1 else ''}", lambda m: m.seeds == n)
+
+
+def numbers(text: str, test: Callable[[Mapping[str, float | str]], bool]) -> Condition:
+    """A condition on the check's numbers (``Outcome.facts``); it does not hold where they were not measured."""
+    return Condition(text, lambda m: bool(m.facts) and test(m.facts))
+
+
+# The condition a cause carries whatever the diagnosis adds: the small scale only below the paper's, stand-in data
+# only on a stand-in.
+CAUSE_CONDITION = {QUICK_SCALE: BELOW_PAPER, STAND_IN: ON_STAND_IN}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A diagnosis as it applies to one set of stores: its cause, the evidence with the measured numbers filled in,
+    the alternatives ``tried``, and ``holds``, the condition that held there, in words."""
+
+    cause: str
+    why: str
+    tried: str = ""
+    holds: str = ""
+
+    def text(self) -> str:
+        """'open [at the paper scale, 3 seeds]: why (tried: …)', for tables and reports."""
+        where = f" [{self.holds}]" if self.holds else ""
+        return f"{self.cause}{where}: {self.why}" + (f" (tried: {self.tried})" if self.tried else "")
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """Why a claim fails: the ``cause`` (one of CAUSES), the evidence in words, the alternatives ``tried``, and
+    ``when`` it holds, checked on the stores it is applied to.
+
+    ``why`` and ``tried`` may name the check's facts in ``str.format`` fields ("UC {uc_low:.2f}"), filled from the
+    measurement the diagnosis is applied to. A "quick scale" cause holds only below the paper scale and a "stand-in
+    data" cause only on a stand-in, whatever ``when`` says.
     """
 
     cause: str
     why: str
     tried: str = ""
+    when: Condition = field(kw_only=True)
 
     def __post_init__(self) -> None:
         if self.cause not in CAUSES:
             raise ValueError(f"Diagnosis.cause must be one of {CAUSES} (got {self.cause!r})")
 
-    def text(self) -> str:
-        """'quick scale: why (tried: …)', for tables and reports."""
-        return f"{self.cause}: {self.why}" + (f" (tried: {self.tried})" if self.tried else "")
+    def apply(self, m: Measured) -> Finding | None:
+        """The finding on what was measured, or None where the diagnosis does not hold (or cannot state its
+        numbers: a fact its text names was not measured)."""
+        condition, implied = self.when, CAUSE_CONDITION.get(self.cause)
+        if implied is not None and implied.text not in condition.text:
+            condition = condition & implied
+        try:
+            if not condition.test(m):
+                return None
+            return Finding(self.cause, self.why.format_map(m.facts), self.tried.format_map(m.facts), condition.text)
+        except (KeyError, IndexError, ValueError):
+            return None
 
 
 @dataclass(frozen=True)
@@ -82,7 +161,9 @@ class Claim:
     """One claim of a paper's checklist, as a check over named metric stores.
 
     ``check`` is called with the stores in the order of ``stores``; ``paper_value`` is the paper's number as
-    text ("" where the paper gives none); ``criterion`` says in words what passes.
+    text ("" where the paper gives none); ``criterion`` says in words what passes. A failure carries the first of
+    ``diagnoses`` whose condition holds where it was measured (e.g. one for the quick scale's one seed, one for the
+    paper's three).
     """
 
     id: str
@@ -92,7 +173,7 @@ class Claim:
     criterion: str
     stores: tuple[str, ...]
     check: StoreCheck = field(repr=False, compare=False)
-    diagnosis: Diagnosis | None = None
+    diagnoses: tuple[Diagnosis, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -110,7 +191,7 @@ class Check:
     measured: str
     value: float | None
     note: str
-    diagnosis: Diagnosis | None = None
+    diagnosis: Finding | None = None
 
 
 def values(da: xr.DataArray, what: str) -> np.ndarray:
@@ -184,50 +265,71 @@ def slash(v: np.ndarray) -> str:
 
 
 def mean_sd(v: np.ndarray) -> str:
-    """'0.962 ± 0.004' (or just the value for one number)."""
+    """'0.962 ± 0.004': the mean and the sample sd (ddof = 1), the sd readers of ML papers expect; just the value for
+    one number, whose sample sd is undefined."""
     v = np.asarray(v, dtype=float).ravel()
-    return fmt(float(v.mean())) if v.size == 1 else f"{fmt(float(v.mean()))} ± {fmt(float(v.std()))}"
+    return fmt(float(v.mean())) if v.size == 1 else f"{fmt(float(v.mean()))} ± {fmt(float(v.std(ddof=1)))}"
 
 
-def _measured_on(stores: Sequence[xr.Dataset]) -> tuple[list[str], bool]:
-    """The stores' scales and whether any holds stand-in data: where a result was measured."""
-    scales = sorted({str(ds.attrs.get("scale", "?")) for ds in stores})
-    return scales, any("stand-in" in str(ds.attrs.get("data_source", "")) for ds in stores)
+def _seeds_run(ds: xr.Dataset) -> int | None:
+    """How many entries of the ``seed`` axis hold a finite value in some variable (None: no seed axis)."""
+    if "seed" not in ds.dims:
+        return None
+    ran = np.zeros(ds.sizes["seed"], dtype=bool)
+    for da in ds.data_vars.values():
+        if "seed" in da.dims and np.issubdtype(da.dtype, np.number):
+            v = np.moveaxis(np.asarray(da, dtype=float), da.dims.index("seed"), 0)
+            ran |= np.isfinite(v.reshape(v.shape[0], -1)).any(axis=1)
+    return int(ran.sum())
 
 
-def _context(stores: Sequence[xr.Dataset]) -> str:
-    """Scale and stand-in data of the stores, so that a failure can be read against where it was measured."""
-    scales, standin = _measured_on(stores)
-    return f"scale {', '.join(scales)}" + ("; stand-in data" if standin else "")
+def measured_on(stores: Sequence[xr.Dataset], facts: Mapping[str, float | str] | None = None) -> Measured:
+    """The stores' scales, seeds that ran and stand-in data, with the check's facts: where a result was measured."""
+    counts = [n for ds in stores if (n := _seeds_run(ds)) is not None]
+    return Measured(tuple(sorted({str(ds.attrs.get("scale", "?")) for ds in stores})),
+                    max(counts) if counts else None,
+                    any("stand-in" in str(ds.attrs.get("data_source", "")) for ds in stores), dict(facts or {}))
 
 
-def diagnose(diagnosis: Diagnosis | None, stores: Sequence[xr.Dataset]) -> Diagnosis:
-    """The diagnosis of a failure on ``stores``: the claim's own where its cause holds there, else an open one."""
-    scales, standin = _measured_on(stores)
-    holds = diagnosis is not None and (
-        (diagnosis.cause == QUICK_SCALE and "paper" not in scales)
-        or (diagnosis.cause == STAND_IN and standin)
-        or diagnosis.cause in (CONSTRUCTION, OPEN))
-    if holds:
-        return diagnosis
-    known = f"; the diagnosis recorded elsewhere does not apply here ({diagnosis.text()})" if diagnosis else ""
-    return Diagnosis(OPEN, f"not yet diagnosed at {_context(stores)}{known}")
+def _context(m: Measured) -> str:
+    """Scale, seeds and stand-in data of the stores, so that a failure can be read against where it was measured."""
+    seeds_text = f"; {m.seeds} seed{'s' if m.seeds != 1 else ''}" if m.seeds is not None else ""
+    return f"scale {', '.join(m.scales)}{seeds_text}" + ("; stand-in data" if m.standin else "")
+
+
+REHEARSED = Finding(
+    REHEARSAL, "a rehearsal of the paper scale runs the paper's shapes for a few optimizer steps, on the first seed, "
+    "with two snapshots: it tests the pipeline, not the paper's claim", holds=f"stores of scale {REHEARSAL_SCALE}")
+
+
+def diagnose(diagnoses: Sequence[Diagnosis], m: Measured) -> Finding:
+    """The finding of a failure measured as ``m``: the rehearsal's on rehearsal stores, else the first of the claim's
+    diagnoses whose condition holds there, else an open one that says where it was measured."""
+    if REHEARSAL_SCALE in m.scales:
+        return REHEARSED
+    for diagnosis in diagnoses:
+        if (finding := diagnosis.apply(m)) is not None:
+            return finding
+    known = "; ".join(f"{d.cause} ({d.when.text})" for d in diagnoses)
+    known = f"; the diagnoses recorded elsewhere do not hold here: {known}" if known else ""
+    return Finding(OPEN, f"not yet diagnosed at {_context(m)}{known}")
 
 
 def evaluate(claim: Claim, paper: str, stores: Mapping[str, xr.Dataset | None]) -> Check:
     """Run one claim on the stores it names; a missing store, variable or coordinate is "not measured"."""
 
-    def result(status: str, measured: str = "", value: float | None = None, note: str = "") -> Check:
-        diagnosis = diagnose(claim.diagnosis, inputs) if status == FAILED else None
+    def result(status: str, measured: str = "", value: float | None = None, note: str = "",
+               facts: Mapping[str, float | str] | None = None) -> Check:
+        diagnosis = diagnose(claim.diagnoses, measured_on(inputs, facts)) if status == FAILED else None
         return Check(claim.id, paper, claim.figure, claim.statement, claim.paper_value, claim.criterion,
                      claim.stores, status, measured, value, note, diagnosis)
 
     missing = [name for name in claim.stores if stores.get(name) is None]
     inputs = [stores[name] for name in claim.stores if name not in missing]
     if missing:
-        return result(NOT_MEASURED, note=f"store {', '.join(missing)} not built: its experiment is not in "
-                                         "config.yaml (figure not wired yet)")
-    context = _context(inputs)
+        return result(NOT_MEASURED, note=f"store {', '.join(missing)} not built in this build (its data is not on "
+                                         "this machine, or its experiment is not in config.yaml)")
+    context = _context(measured_on(inputs))
     try:
         outcome = claim.check(*inputs)
     except NotMeasured as err:
@@ -242,8 +344,8 @@ def evaluate(claim: Claim, paper: str, stores: Mapping[str, xr.Dataset | None]) 
     diverged = [f"{name}: {runs}" for name, ds in zip(claim.stores, inputs) if (runs := diverged_runs(ds))]
     if diverged:
         return result(FAILED, outcome.measured, value, f"{'; '.join(diverged)} (measured on their values before "
-                                                       f"the divergence); {context}")
-    return result(PASSED if outcome.passed else FAILED, outcome.measured, value, context)
+                                                       f"the divergence); {context}", outcome.facts)
+    return result(PASSED if outcome.passed else FAILED, outcome.measured, value, context, outcome.facts)
 
 
 def evaluate_all(claims: Sequence[Claim], paper: str, stores: Mapping[str, xr.Dataset | None]) -> list[Check]:
@@ -268,10 +370,11 @@ def provenance(stores: Mapping[str, xr.Dataset | None]) -> dict[str, dict[str, s
 
 
 def to_json(paper: str, scale: str, checks: Sequence[Check], stores: Mapping[str, xr.Dataset | None]) -> str:
-    """The claims file of one paper: its checks, a count per status, and the stores' provenance."""
+    """The claims file of one paper: its checks, a count per status, and the stores' provenance. ``scale`` is the
+    build's label (the rule's TAG: "paper-rehearsal" for a rehearsal, whose file also says ``"rehearsal": true``)."""
     counts = {s: sum(c.status == s for c in checks) for s in (PASSED, FAILED, NOT_MEASURED)}
-    doc = {"paper": paper, "scale": scale, "counts": counts, "stores": provenance(stores),
-           "checks": [asdict(c) for c in checks]}
+    doc = {"paper": paper, "scale": scale, "rehearsal": scale == REHEARSAL_SCALE, "counts": counts,
+           "stores": provenance(stores), "checks": [asdict(c) for c in checks]}
     return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False)
 
 
@@ -279,6 +382,6 @@ def from_json(text: str) -> tuple[dict, list[Check]]:
     """A claims file back as (its header, its checks)."""
     doc = json.loads(text)
     checks = [Check(**{**c, "stores": tuple(c["stores"]),
-                       "diagnosis": Diagnosis(**c["diagnosis"]) if c.get("diagnosis") else None})
+                       "diagnosis": Finding(**c["diagnosis"]) if c.get("diagnosis") else None})
               for c in doc.pop("checks")]
     return doc, checks

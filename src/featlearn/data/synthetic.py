@@ -24,9 +24,13 @@ def spectral_covariance(d: int, alpha: float | None, generator: torch.Generator)
     return (o * lam) @ o.T
 
 
-def haar_orthogonal(d: int, generator: torch.Generator) -> torch.Tensor:
-    """A Haar-distributed d×d orthogonal matrix (QR of a Gaussian, signs fixed by R's diagonal)."""
-    q, r = torch.linalg.qr(torch.randn(d, d, generator=generator, dtype=torch.float64))
+def haar_orthogonal(d: int, generator: torch.Generator, device: torch.device | str | None = None) -> torch.Tensor:
+    """A Haar-distributed d×d orthogonal matrix (QR of a Gaussian, signs fixed by R's diagonal), on ``device``
+    (default: the generator's). The Gaussian comes from ``generator`` wherever it lives and only the QR runs on
+    ``device``: a seed gives the same matrix on every device (to rounding), and a large QR runs where the job computes.
+    """
+    gauss = torch.randn(d, d, generator=generator, dtype=torch.float64, device=generator.device)
+    q, r = torch.linalg.qr(gauss.to(device or generator.device))
     return q * torch.sign(torch.diagonal(r))
 
 

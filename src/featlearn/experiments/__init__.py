@@ -14,7 +14,9 @@ it: heavy modules are imported inside its functions) and exposes:
 
 ``trained``: the units go through the one training loop (rule ``train``) before measurement. ``device``: their
 measurement computes on the job's device. ``heavy``: at the paper scale they want a GPU (``featlearn.resources``,
-``device: auto``).
+``device: auto``). ``repeats``: the kind's own repetition counts that a rehearsal cuts (``featlearn.rehearsal``), by
+key path, to the least given; the one-job kinds that fit a CPU at the paper scale (Figs 3, 7, tangent) have none, so
+their rehearsal is the paper job itself.
 """
 
 from __future__ import annotations
@@ -26,15 +28,20 @@ from featlearn.config import ConfigError, dataset_key, experiment
 from featlearn.config import validate as config_validate
 
 KINDS = {
-    "training": {"module": "featlearn.experiments.training", "trained": True, "device": True, "heavy": False},
-    "network": {"module": "featlearn.experiments.network", "trained": True, "device": True, "heavy": True},
-    "deep_rfm": {"module": "featlearn.experiments.deep_rfm", "trained": False, "device": True, "heavy": True},
-    "reversing": {"module": "featlearn.experiments.reversing", "trained": False, "device": False, "heavy": False},
-    "first_order": {"module": "featlearn.experiments.first_order", "trained": False, "device": False, "heavy": False},
+    "training": {"module": "featlearn.experiments.training", "trained": True, "device": True, "heavy": False,
+                 "repeats": {}},
+    "network": {"module": "featlearn.experiments.network", "trained": True, "device": True, "heavy": True,
+                "repeats": {}},
+    "deep_rfm": {"module": "featlearn.experiments.deep_rfm", "trained": False, "device": True, "heavy": True,
+                 "repeats": {"model.depth": 2, "gram.layers": 1}},
+    "reversing": {"module": "featlearn.experiments.reversing", "trained": False, "device": False, "heavy": False,
+                  "repeats": {}},
+    "first_order": {"module": "featlearn.experiments.first_order", "trained": False, "device": False, "heavy": False,
+                    "repeats": {}},
     "tangent_mnist": {"module": "featlearn.experiments.tangent_mnist", "trained": True, "device": False,
-                      "heavy": False},
+                      "heavy": False, "repeats": {}},
     "tangent_penalties": {"module": "featlearn.experiments.tangent_penalties", "trained": False, "device": False,
-                          "heavy": False},
+                          "heavy": False, "repeats": {}},
 }
 
 

@@ -8,7 +8,9 @@ checks the result with matplotlib's own text extents; ``finish()`` warns about e
 tests assert there are none.
 
 Log axes go through ``log_scale()`` (labelled ticks whatever the span) and ordered conditions (init scales, layers,
-blocks) through ``ordered_colors()``.
+blocks) through ``ordered_colors()``. Every spread, a band (``sample_sd()``) or a '± sd' in text (``mean_sd()``), is the
+sample sd (ddof = 1), and ``spread_note()`` says so in the title. No backend is chosen here: the render job picks Agg,
+a notebook keeps its own.
 """
 
 from __future__ import annotations
@@ -19,22 +21,19 @@ import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-import seaborn as sns  # noqa: E402
-import xarray as xr  # noqa: E402
-from matplotlib.artist import Artist  # noqa: E402
-from matplotlib.axes import Axes  # noqa: E402
-from matplotlib.axis import Axis  # noqa: E402
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-from matplotlib.figure import Figure, FigureBase  # noqa: E402
-from matplotlib.legend import Legend  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
-from matplotlib.ticker import Formatter, Locator, LogFormatterSciNotation, LogLocator, MaxNLocator  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+import seaborn as sns
+import xarray as xr
+from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.axis import Axis
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure, FigureBase
+from matplotlib.legend import Legend
+from matplotlib.text import Text
+from matplotlib.ticker import Formatter, Locator, LogFormatterSciNotation, LogLocator, MaxNLocator
+from numpy.typing import ArrayLike
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +62,12 @@ def footer_text(stores: Sequence[xr.Dataset]) -> str:
 
 def store_warnings(stores: Sequence[xr.Dataset]) -> list[str]:
     """What a reader must know before trusting the curves, from the stores themselves: runs that diverged (named by
-    their sweep coordinates) and a test loss that has no value (the runs had no test split)."""
+    their sweep coordinates), a test loss that has no value (the runs had no test split), and a rehearsal's stores
+    (``featlearn.rehearsal``: the paper's shapes for a few steps and one seed, not its results)."""
     notes = []
+    if any(str(ds.attrs.get("scale", "")).endswith("-rehearsal") for ds in stores):
+        notes.append("⚠ REHEARSAL of the paper scale: its shapes for a few optimizer steps, the first seed and two "
+                     "snapshots (Deep RFM: two layers); the curves are not the paper's results")
     for ds in stores:
         if "diverged" in ds:
             flags = np.asarray(ds["diverged"], dtype=float)
@@ -148,8 +151,27 @@ def ordered_colors(n: int) -> list[tuple[float, float, float]]:
 
 
 def spread_note(n: int, unit: str = "seed") -> str:
-    """What a mean curve is drawn over: '1 seed' (no band) or 'mean ± sd over 3 seeds' (band)."""
-    return f"1 {unit}" if n == 1 else f"mean ± sd over {n} {unit}s"
+    """What a mean curve is drawn over, said once in each figure's title: '1 seed' (no band) or 'mean ± sample sd
+    over 3 seeds' (band)."""
+    return f"mean ± sample sd over {n} {unit}s" if n > 1 else f"{n} {unit}{'' if n == 1 else 's'}"
+
+
+def sample_sd(values: xr.DataArray, dim: str, skipna: bool | None = None) -> xr.DataArray | None:
+    """Half-width of a mean ± sd band over ``dim``: the sample sd (ddof = 1), the sd readers of ML papers expect (the
+    population sd is √((n − 1)/n) of it, 29% narrower for 2 seeds). None for a single value along ``dim``, whose
+    sample sd is undefined: draw no band rather than a 0-wide one (where NaNs leave one value, the band is NaN:
+    not drawn)."""
+    return values.std(dim, ddof=1, skipna=skipna) if values.sizes[dim] > 1 else None
+
+
+def mean_sd(values: ArrayLike) -> str:
+    """'0.74 ± 0.13': the mean and sample sd (ddof = 1, as the bands) of the finite values, for a panel's text;
+    '0.74' for one value (its sample sd is undefined), '–' for none."""
+    v = np.asarray(values, dtype=float).ravel()
+    v = v[np.isfinite(v)]
+    if v.size == 0:
+        return "–"
+    return f"{v.mean():.2f}" + (f" ± {v.std(ddof=1):.2f}" if v.size > 1 else "")
 
 
 # Log axes -------------------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """Per-run metric extraction: snapshots in, a labelled xarray Dataset out (spec §1.5, §1.6, §6).
 
-At every snapshot one batched backward pass gives J_t for all layers; J_0 is cached, so the
-centered quantities cost no extra pass. Steps the run never reached (it diverged) are NaN.
+At every snapshot the MLP's K_ℓ of all layers come from one pass over blocks of points, one backward pass per output
+(``nfa.mlp_feature_covariances``: no whole Jacobian is held); the centered K̄ recomputes J_0 per block. Its memory is
+checked before the first snapshot. Steps the run never reached (it diverged) are NaN.
 Time is the dimension ``step`` labelled by ``step`` or, for runs counted in epochs, by ``epoch``
 with ``step_of_epoch`` beside it (``featlearn.store``); ``combine_runs`` aligns a sweep's runs
 on that label.
@@ -22,9 +23,10 @@ import torch
 import xarray as xr
 from torch import nn
 
+from featlearn import usage
 from featlearn.data.synthetic import haar_orthogonal
+from featlearn.memory import check_fits
 from featlearn.metrics import nfa
-from featlearn.metrics.jacobians import layer_jacobians
 from featlearn.models import build_model
 from featlearn.store import TIME_ATTRS, epoch_axis, step_axis
 from featlearn.train import evaluate, token_batch, training_tensors
@@ -99,9 +101,11 @@ class _Progress:
 
     def __init__(self, total: int) -> None:
         self.total, self.done, self.began = total, 0, time.monotonic()
+        usage.start("snapshot")
 
     def step(self, label: str) -> None:
         self.done += 1
+        usage.tick()
         spent = time.monotonic() - self.began
         left = spent / self.done * (self.total - self.done)
         log.info("snapshot %d/%d (%s) measured; %.1f s so far, about %.0f s left", self.done, self.total, label,
@@ -187,25 +191,25 @@ def measure_mlp_run(record: dict, data: dict, spec: dict, device: torch.device) 
     losses = {k: empty(len(steps)) for k in ("train_loss", "test_loss", "rho_nfm_egop", "rho_agop_egop")}
     egop = data.get("egop")
     egop = None if egop is None else egop.to(device)
-    w0 = _weights(_model_at(spec, data, snaps[0], device))
-    j0, last = None, None
-    if centered and steps[0] != 0:  # an epoch axis starts after the warm-up: J₀ needs its own pass
-        j0 = [j.detach() for j in layer_jacobians(_model_at(spec, data, snaps[0], device), x_k)]
+    init = _model_at(spec, data, snaps[0], device)
+    w0 = _weights(init)
+    chunk, need = nfa.mlp_covariance_plan(init, len(x_k), centered)
+    check_fits(need, device, f"K of {layers} layers over {len(x_k):,} points ({chunk:,} per block)",
+               "free memory on the device (another job may hold it) or run on one with that much free")
+    last = None
     for i, step in enumerate(steps):
         if step not in snaps:
             continue
         model = _model_at(spec, data, snaps[step], device)
-        jacs = [j.detach() for j in layer_jacobians(model, x_k)]
-        j0 = jacs if step == 0 else j0
+        ks, k_bars = nfa.mlp_feature_covariances(model, x_k, chunk, init if centered else None)
         weights = _weights(model)
-        last = (step, weights, jacs)
+        last = (step, weights, ks)
         losses["train_loss"][i] = evaluate(model, x, y)
         losses["test_loss"][i] = evaluate(model, tensors["x_test"], tensors["y_test"])
         for ell in range(layers):
             w, w_init = weights[ell].double(), w0[ell].double()
-            k = nfa.ptk_feature_covariance(jacs[ell])
-            k_bar = nfa.ptk_feature_covariance(jacs[ell] - j0[ell]) if centered else None
-            pairs = nfa.nfc_pairs(w, w_init, k, k_bar)
+            k = ks[ell]
+            pairs = nfa.nfc_pairs(w, w_init, k, k_bars[ell] if centered else None)
             for name, (a, b) in pairs.items():
                 if name == "uc_nfc" or step > 0:  # centered quantities are undefined at init
                     per_layer[name][i, ell] = [nfa.correlation(a, b, c) for c in conv]
@@ -388,9 +392,8 @@ def image_shape(data: dict) -> tuple[int, int, int]:
 def _final_diagonals(last: tuple, spec: dict, image: tuple[int, int, int]) -> xr.Dataset:
     """diag F⁽⁰⁾, diag Ḡ⁽⁰⁾ and diag W⁽⁰⁾ᵀQW⁽⁰⁾ as channel-averaged images, and their Pearson
     correlations (Figs 16, 17): the d×d matrices of a 3·64·64 input would not fit in a store."""
-    _, weights, jacs = last
-    w = weights[0].double()
-    k = nfa.ptk_feature_covariance(jacs[0])
+    _, weights, ks = last
+    w, k = weights[0].double(), ks[0]
     f, g = torch.diagonal(nfa.nfm(w)), torch.diagonal(nfa.agop(w, k))
     corrupted = [torch.diagonal(nfa.agop(w, q)) for q in _random_q(k, spec)]
 
@@ -408,22 +411,21 @@ def _final_diagonals(last: tuple, spec: dict, image: tuple[int, int, int]) -> xr
 
 
 def _random_q(k: torch.Tensor, spec: dict) -> list[torch.Tensor]:
-    """Q = O diag(eig K) Oᵀ with O Haar-orthogonal, ``measure.random_q_draws`` times (Figs 1, 16); O is drawn on
-    the CPU, so a seed gives the same Q on every device."""
+    """Q = O diag(eig K) Oᵀ with O Haar-orthogonal, ``measure.random_q_draws`` times (Figs 1, 16); O's Gaussian is
+    drawn on the CPU and its QR runs on K's device, so a seed gives the same Q on every device (to rounding)."""
     eig = torch.linalg.eigvalsh(k)
     gen = torch.Generator().manual_seed(10_000 + spec["seed"])
     draws = []
     for _ in range(spec["measure"].get("random_q_draws", 0)):
-        o = haar_orthogonal(len(k), gen).to(k.device)
+        o = haar_orthogonal(len(k), gen, k.device)
         draws.append((o * eig) @ o.T)
     return draws
 
 
 def _final_matrices(last: tuple, egop: torch.Tensor | None, spec: dict) -> xr.Dataset:
     """First-layer F, Ḡ (and EGOP, corrupted AGOPs) at the last finite snapshot (Figs 1, 4, 11)."""
-    _, weights, jacs = last
-    w = weights[0].double()
-    k = nfa.ptk_feature_covariance(jacs[0])
+    _, weights, ks = last
+    w, k = weights[0].double(), ks[0]
     f, g = nfa.nfm(w), nfa.agop(w, k)
     dims = ("input_i", "input_j")
     ds = xr.Dataset({"nfm": (dims, f.cpu().numpy()), "agop": (dims, g.cpu().numpy())})

@@ -11,6 +11,7 @@ When N < d_l, steps 2–4 run in the N-dimensional row space of X_l (``thin_rang
 A layer runs on X's device and holds at most two N×N float64 buffers at a time (the kernel matrix and its Cholesky
 factor, freed once A is solved; the AGOP is accumulated over blocks of rows): the paper's N = 50,000 needs 40 GB
 for them, one 80 GB GPU. (The thin route adds its (N, N) coordinates and (d, N) basis, but only runs at N < d.)
+Each layer checks that its device has ``layer_bytes`` left before it allocates them.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ import numpy as np
 import torch
 import xarray as xr
 
+from featlearn import usage
+from featlearn.memory import check_fits
 from featlearn.metrics.collapse import collapse_gram, collapse_metrics, gram_block_means, stratified_indices
 from featlearn.metrics.nfa import psd_sqrt
 from featlearn.rfm.features import laplace_fourier_features, relu_features
@@ -70,6 +73,25 @@ def pm_one_hot(labels: torch.Tensor, dtype: torch.dtype = torch.float64) -> torc
     return 2 * torch.nn.functional.one_hot(labels, k).to(dtype) - 1
 
 
+def layer_bytes(n: int, d: int, width: int) -> int:
+    """Bytes one layer allocates on top of its input X (n, d), float64: an upper bound of its peak.
+
+    Alive through the layer: the normalized X (n, d) and, on the thin route (n < d), its coordinates (n, n) and basis
+    (d, n). On top of them, the larger of
+      * the solve: the kernel matrix and its Cholesky factor, 2 (n, n) (the AGOP after it holds at most 3 (n/4, n));
+      * the features: X̃ (n, d) (thin: first (n, n)), Φ (n, width), the random weights (width, d), and M with eigh's
+        workspace and M^{1/2}, at most 4 (r, r), r = min(n, d);
+    plus 64 MiB for the (n, K) targets and coefficients, LAPACK's small workspaces and the allocator's rounding.
+    The paper's n = 50,000 with d = width = 4096 (cos): 41.7 GB, the solve's two 20 GB buffers (43 GB with the input).
+    """
+    thin = n < d
+    r = min(n, d)
+    held = n * d + thin * (n * n + d * n)
+    solve = 2 * n * n
+    features = n * d + thin * n * n + n * width + width * d + 4 * r * r
+    return 8 * (held + max(solve, features)) + (1 << 26)
+
+
 @dataclass
 class RFMLayer:
     """One Deep RFM layer: its three stages (N, ·), the solve's jitter and the seconds spent per step (``STEPS``)."""
@@ -105,6 +127,10 @@ def rfm_layer(
     the row-space route for steps 2–4. Returns normalized X, X̃ = X M^{1/2} and Φ(X̃)."""
     if activation not in ACTIVATIONS:
         raise ValueError(f"rfm_layer: unknown activation {activation!r}; allowed: {ACTIVATIONS}")
+    width = width or DEFAULT_WIDTH[activation]
+    check_fits(layer_bytes(len(x), x.shape[1], width), x.device,
+               f"a Deep RFM layer at N = {len(x):,} (d = {x.shape[1]:,}, width {width:,}; two N×N float64 buffers)",
+               "lower data.n (or rehearse_max_n), or run on a GPU with that much memory free")
     seconds: dict[str, float] = {}
     x = torch.nn.functional.normalize(x, dim=1)
     thin = len(x) < x.shape[1] if thin is None else thin
@@ -122,7 +148,6 @@ def rfm_layer(
         x_tilde = coords.to(torch.float64) @ psd_sqrt(m)
         x_tilde = (x_tilde if q is None else x_tilde @ q.to(torch.float64).T).to(x.dtype)
     with _timed(seconds, "features", x.device):
-        width = width or DEFAULT_WIDTH[activation]
         if activation == "relu":
             features = relu_features(x_tilde, width, generator)
         else:
@@ -171,6 +196,7 @@ def deep_rfm(
     gram = np.zeros((len(gram_layers), len(subset), len(subset)))
     block = np.zeros((len(gram_layers), k, k))
     h = x.to(dtype)
+    usage.start("layer")
     for layer in range(1, depth + 1):
         start = time.perf_counter()
         out = rfm_layer(
@@ -187,6 +213,7 @@ def deep_rfm(
             gram[g] = collapse_gram(out.x_tilde, labels, subset).cpu().numpy()
             block[g] = gram_block_means(out.x_tilde, labels).cpu().numpy()
         _log_layer(layer, depth, time.perf_counter() - start, metrics["nc1"][layer - 1, 0], out.jitter, x.device)
+        usage.tick()
         h = out.features
         del out  # this layer's X and X̃ go before the next layer's N×N buffers arrive
     sub_labels = labels[subset].cpu().numpy()

@@ -4,18 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import xarray as xr
 
 from featlearn.figures.alignment.panels import heatmap, with_divergence
-from featlearn.figures.style import apply_style, figure, finish, grid, suptitle
+from featlearn.figures.style import apply_style, figure, finish, grid, mean_sd, spread_note, suptitle
 
 EXPERIMENTS = ("chain_fig1",)
-
-
-def _mean_sd(values: xr.DataArray) -> str:
-    v = np.asarray(values, dtype=float).ravel()
-    return f"{v[0]:.2f}" if v.size == 1 else f"{np.nanmean(v):.2f} ± {np.nanstd(v):.2f}"
 
 
 def render(stores: dict[str, xr.Dataset], out: Path) -> None:
@@ -28,17 +22,16 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
     panels = [
         ("EGOP (analytic)", plotted.egop, ""),
         ("NFM  $F = W^\\top W$", plotted.nfm,
-         f"$\\rho(F, \\bar G)$ = {_mean_sd(last.uc_nfc.sel(layer=1))}\n(paper 0.93)"),
+         f"$\\rho(F, \\bar G)$ = {mean_sd(last.uc_nfc.sel(layer=1))}\n(paper 0.93)"),
         ("AGOP  $\\bar G = W^\\top K W$", plotted.agop,
-         f"eig std/mean of $K$ = {_mean_sd(last.k_dispersion.sel(layer=1))}\n(paper 5.9)"),
+         f"eig std/mean of $K$ = {mean_sd(last.k_dispersion.sel(layer=1))}\n(paper 5.9)"),
         ("corrupted  $W^\\top Q W$", plotted.corrupted_agop,
-         f"$\\rho(F, W^\\top Q W)$ = {_mean_sd(ds.rho_nfm_corrupted)}\n(paper 0.53)"),
+         f"$\\rho(F, W^\\top Q W)$ = {mean_sd(ds.rho_nfm_corrupted)}\n(paper 0.53)"),
     ]
     fig = figure(11, 3.4, ds)
     for ax, (title, matrix, note) in zip(grid(fig, 1, 4)[0], panels):
         heatmap(ax, matrix, title, note)
-    n_seeds = ds.sizes["seed"]
-    title = (f"Fig 1 · chain monomial r=5, layer 1 after training (seed 0 shown; ρ over {n_seeds} seeds, "
+    title = (f"Fig 1 · chain monomial r=5, layer 1 after training (seed 0 shown; ρ: {spread_note(ds.sizes['seed'])}, "
              f"{ds.sizes['q_draw']} Q draws)")
     suptitle(fig, with_divergence(title, ds) + (" — values at the last finite step" if ds.diverged.any() else ""))
     finish(fig, out)

@@ -25,7 +25,8 @@ def draw(stores: dict[str, xr.Dataset]) -> Figure:
     """The Fig 2A panels for every dataset the store holds, Pearson ρ̄ as in Fig 2."""
     apply_style()
     ds = stores["real_mlp"]
-    fig = figure(2.2 * ds.sizes["layer"] + 0.6, 1.9 * ds.sizes["dataset"] + 0.9, [ds])
+    # rows tall enough for their y label's longest line, 'mean ± sample sd over 10 seeds' or a divergence
+    fig = figure(2.2 * ds.sizes["layer"] + 0.6, 2.1 * ds.sizes["dataset"] + 0.9, [ds])
     axes = fig.subplots(ds.sizes["dataset"], ds.sizes["layer"], sharey="row", squeeze=False)
     for row, dataset in zip(axes, ds.dataset.values):
         run = present_seeds(ds.sel(dataset=dataset), "train_loss")

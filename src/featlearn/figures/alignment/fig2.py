@@ -21,7 +21,7 @@ from featlearn.figures.alignment.real_panels import (
     present_seeds,
     run_label,
 )
-from featlearn.figures.style import apply_style, figure, finish, suptitle
+from featlearn.figures.style import apply_style, figure, finish, sample_sd, spread_note, suptitle
 
 EXPERIMENTS = ("real_mlp", "vgg_cifar", "gpt_shakespeare")
 
@@ -57,15 +57,15 @@ def layer_summary(sub: SubFigure, mlp: xr.Dataset) -> None:
         nfc = keep[var].sel(convention=PEARSON)
         for j, (when, values, face) in enumerate([("init", nfc.isel(step=0), "white"),
                                                   ("final", last_finite(nfc), color)]):
-            sd = values.std("run") if keep.sizes["run"] > 1 else None
-            ax.errorbar(values.layer.values + 0.24 * (2 * i + j) - 0.36, values.mean("run"), yerr=sd,
-                        fmt="os"[j], color=color, markerfacecolor=face, capsize=2, label=f"{label} {when}")
+            ax.errorbar(values.layer.values + 0.24 * (2 * i + j) - 0.36, values.mean("run"),
+                        yerr=sample_sd(values, "run"), fmt="os"[j], color=color, markerfacecolor=face, capsize=2,
+                        label=f"{label} {when}")
     ax.set_xticks(mlp.layer.values)
     ax.set_xlabel("hidden layer")
     ax.set_ylabel(NFC_LABEL)
     ax.legend(frameon=False, fontsize=6, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.2))
     datasets = sorted({str(d) for d in keep.dataset.values}, key=list(mlp.dataset.values).index)
-    notes = [f"{keep.sizes['run']} runs: {', '.join(dataset_name(d) for d in datasets)}"]
+    notes = [f"{spread_note(keep.sizes['run'], 'run')}: {', '.join(dataset_name(d) for d in datasets)}"]
     if diverged.any():
         notes.append("left out, diverged: " + ", ".join(
             f"{dataset_name(d)} seed {s}" for d, s in runs.run.values[diverged]))

@@ -8,7 +8,16 @@ import xarray as xr
 from matplotlib.lines import Line2D
 
 from featlearn.figures.alignment.panels import RHO_2ND, experiment_config
-from featlearn.figures.style import apply_style, figure, finish, grid, legend_right, spread_note, suptitle
+from featlearn.figures.style import (
+    apply_style,
+    figure,
+    finish,
+    grid,
+    legend_right,
+    sample_sd,
+    spread_note,
+    suptitle,
+)
 
 EXPERIMENTS = ("first_order",)
 ROWS = {"quadratic": r"quadratic $\phi(z) = z^2$", "relu": "ReLU"}
@@ -40,9 +49,9 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
                     linestyle=styles[width],
                     marker=".",
                 )
-                mean, sd = cell.rho_observed.mean("net"), cell.rho_observed.std("net")
+                mean, sd = cell.rho_observed.mean("net"), sample_sd(cell.rho_observed, "net")
                 ax.plot(alphas, mean.values, color=COLORS["observed"], linestyle=styles[width], marker=".")
-                if cell.sizes["net"] > 1:
+                if sd is not None:
                     ax.fill_between(
                         alphas,
                         (mean - sd).values,

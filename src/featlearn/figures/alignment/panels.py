@@ -25,7 +25,9 @@ from featlearn.figures.style import (
     grid,
     legend_right,
     log_scale,
+    mean_sd,
     ordered_colors,
+    sample_sd,
     spread_note,
     suptitle,
 )
@@ -79,7 +81,7 @@ def experiment_config(ds: xr.Dataset) -> dict:
 
 
 def seeds_note(ds: xr.Dataset) -> str:
-    """'1 seed' or 'mean ± sd over 3 seeds', for the suptitle."""
+    """'1 seed' or 'mean ± sample sd over 3 seeds', for the suptitle."""
     return spread_note(ds.sizes["seed"])
 
 
@@ -101,8 +103,7 @@ def plot_seed_mean(ax: Axes, values: xr.DataArray, color: object, label: str, sc
     mean = values.mean("seed", skipna=False) / scale
     steps = values[x].values
     (line,) = ax.plot(steps, mean.values, color=color, label=label, linestyle=linestyle)
-    if values.sizes["seed"] > 1:
-        sd = values.std("seed", skipna=False) / scale
+    if (sd := sample_sd(values / scale, "seed", skipna=False)) is not None:
         ax.fill_between(steps, (mean - sd).values, (mean + sd).values, color=color, alpha=0.2, linewidth=0)
     finite = np.flatnonzero(np.isfinite(mean.values))
     if finite.size and finite[-1] < len(steps) - 1:
@@ -143,9 +144,7 @@ def last_finite(da: xr.DataArray) -> xr.DataArray:
 def egop_note(run: xr.Dataset, matrix: str) -> str:
     """'ρ(F, EGOP) = 0.93' (± sd over seeds if several) at the end of training, for a heatmap."""
     var, symbol = {"nfm": ("rho_nfm_egop", "F"), "agop": ("rho_agop_egop", "Ḡ")}[matrix]
-    values = last_finite(run[var]).values.ravel()
-    spread = f" ± {np.std(values):.2f}" if values.size > 1 else ""
-    return f"ρ({symbol}, EGOP) = {np.mean(values):.2f}{spread}"
+    return f"ρ({symbol}, EGOP) = {mean_sd(last_finite(run[var]))}"
 
 
 def heatmap(ax: Axes, matrix: xr.DataArray | np.ndarray, title: str, note: str = "") -> None:

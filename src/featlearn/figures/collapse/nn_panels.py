@@ -7,9 +7,9 @@ test_loss; (dataset, seed): diverged; the time dimension ``step`` is labelled by
 (``featlearn.store``), which every panel plots against. A row is NaN where a run has no measurement at that epoch (a
 shorter run, a divergence), and a (dataset, seed) that a scale did not run is all NaN.
 
-Curves are the mean over the seeds that ran and did not diverge, with a ±1 sd band when there are ≥ 2 of them, the
-lower edge raised to 0.01 × mean as in the paper (App. C). A diverged seed is drawn on its own, dashed, ending in an ×,
-and named in the row label: it never vanishes.
+Curves are the mean over the seeds that ran and did not diverge, with a ±1 sample sd band when there are ≥ 2 of them,
+the lower edge raised to 0.01 × mean as in the paper (App. C). A diverged seed is drawn on its own, dashed, ending in an
+×, and named in the row label: it never vanishes.
 """
 
 from __future__ import annotations
@@ -27,7 +27,9 @@ from featlearn.figures.style import (
     grid,
     legend_right,
     log_scale,
+    mean_sd,
     ordered_colors,
+    sample_sd,
     spread_note,
     suptitle,
 )
@@ -71,9 +73,9 @@ def band(ax: Axes, values: xr.DataArray, run: xr.Dataset, color: object, label: 
         mean = kept.mean("seed").values
         epochs = kept.epoch.values
         ax.plot(epochs, mean, color=color, label=label, lw=1.2)
-        if len(healthy) > 1:
-            sd = kept.std("seed").values
-            ax.fill_between(epochs, np.maximum(mean - sd, BAND_FLOOR * mean), mean + sd, color=color, alpha=0.2, lw=0)
+        if (sd := sample_sd(kept, "seed")) is not None:
+            ax.fill_between(epochs, np.maximum(mean - sd.values, BAND_FLOOR * mean), mean + sd.values, color=color,
+                            alpha=0.2, lw=0)
     for seed in diverged:
         own = values.sel(seed=seed).dropna("step")
         if own.size:
@@ -89,13 +91,6 @@ def final_values(values: xr.DataArray, run: xr.Dataset) -> np.ndarray:
     kept = values.sel(seed=healthy).dropna("step", how="all")
     last = kept.isel(step=-1).values.ravel() if kept.sizes["step"] else np.array([])
     return last[np.isfinite(last)]
-
-
-def mean_sd(values: np.ndarray) -> str:
-    """'0.74 ± 0.13' (or '0.74' for one value, '–' for none)."""
-    if values.size == 0:
-        return "–"
-    return f"{values.mean():.2f}" + (f" ± {values.std():.2f}" if values.size > 1 else "")
 
 
 def _no_data(ax: Axes, run: xr.Dataset) -> bool:
@@ -137,7 +132,7 @@ def band_note(runs: list[xr.Dataset]) -> str:
     counts = {len(seed_groups(run)[0]) for run in runs} - {0}
     if not counts or max(counts) == 1:
         return "1 seed per row, no band"
-    over = spread_note(counts.pop()) if len(counts) == 1 else "mean ± sd over the seeds named per row"
+    over = spread_note(counts.pop()) if len(counts) == 1 else "mean ± sample sd over the seeds named per row"
     return f"{over} (lower edge ≥ {BAND_FLOOR:g} × mean)"
 
 

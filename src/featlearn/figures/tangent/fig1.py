@@ -9,7 +9,7 @@ import xarray as xr
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
-from featlearn.figures.style import apply_style, figure, finish, suptitle
+from featlearn.figures.style import apply_style, figure, finish, mean_sd, spread_note, suptitle
 
 EXPERIMENTS = ("tangent_mnist",)
 CMAP = "berlin"  # dark-centred diverging map, matplotlib's stand-in for the paper's cmasher.wildfire
@@ -25,7 +25,7 @@ def label_kernel(run: xr.Dataset) -> np.ndarray:
 
 def _sim_note(ds: xr.Dataset, task: str) -> str:
     values = ds.alignment.sel(task=task).values
-    spread = f"\n{len(values)} seeds: {values.mean():.2f} ± {values.std():.2f}" if len(values) > 1 else ""
+    spread = f"\n{len(values)} seeds: {mean_sd(values)}" if len(values) > 1 else ""
     return f"sim = {values[0]:.2f}{spread}\n(paper {PAPER_SIM[task]:.2f})"
 
 
@@ -55,7 +55,7 @@ def render(stores: dict[str, xr.Dataset], out: Path) -> None:
         ax.set_yticks([])
     groups[2].colorbar(ScalarMappable(Normalize(-1, 1), cmap=CMAP), ax=axes[-1], ticks=[0], fraction=0.06)
     n, seeds = ds.sizes["sample_i"], ds.sizes["seed"]
-    suptitle(fig, f"Fig 1 · MNIST 2 vs 3, N = {n} kernel points ordered by $y_i$ (seed {int(ds.seed[0])} shown, "
-                  f"of {seeds} seed{'' if seeds == 1 else 's'}); colour limits ±{VMAX['K0']:g}, ±{VMAX['K']:g}, "
+    suptitle(fig, f"Fig 1 · MNIST 2 vs 3, N = {n} kernel points ordered by $y_i$ (seed {int(ds.seed[0])} shown; "
+                  f"sim: {spread_note(seeds)}); colour limits ±{VMAX['K0']:g}, ±{VMAX['K']:g}, "
                   f"±{VMAX['K_yhat']:g}")
     finish(fig, out)
