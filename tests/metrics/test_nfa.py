@@ -87,3 +87,12 @@ def test_nfc_pairs_give_the_named_correlations():
         assert nfa.correlation(*pairs["ptkc_nfc"], c) == pytest.approx(nfa.ptk_centered_nfc(w0, k_bar, c))
     assert nfa.relative_weight_change(2 * w0, w0) == pytest.approx(0.5)
     assert nfa.eigen_dispersion(3 * torch.eye(4)) == pytest.approx(0.0)
+
+
+def test_agop_diagonal_is_the_diagonal_of_the_agop():
+    from featlearn.metrics.nfa import agop, agop_diagonal
+
+    gen = torch.Generator().manual_seed(0)
+    w, a = torch.randn(7, 30, generator=gen, dtype=torch.float64), torch.randn(7, 7, generator=gen, dtype=torch.float64)
+    k = a @ a.T
+    assert torch.allclose(agop_diagonal(w, k), torch.diagonal(agop(w, k)), rtol=1e-12, atol=0)

@@ -394,8 +394,8 @@ def _final_diagonals(last: tuple, spec: dict, image: tuple[int, int, int]) -> xr
     correlations (Figs 16, 17): the d×d matrices of a 3·64·64 input would not fit in a store."""
     _, weights, ks = last
     w, k = weights[0].double(), ks[0]
-    f, g = torch.diagonal(nfa.nfm(w)), torch.diagonal(nfa.agop(w, k))
-    corrupted = [torch.diagonal(nfa.agop(w, q)) for q in _random_q(k, spec)]
+    f, g = (w * w).sum(0), nfa.agop_diagonal(w, k)  # diag F, diag Ḡ
+    corrupted = [nfa.agop_diagonal(w, q) for q in _random_q(k, spec)]
 
     def picture(diag: torch.Tensor) -> np.ndarray:
         return diag.reshape(image).mean(0).cpu().numpy()

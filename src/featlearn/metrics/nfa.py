@@ -98,6 +98,13 @@ def agop(w: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
     return w.T @ k @ w
 
 
+def agop_diagonal(w: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
+    """diag Ḡ = diag(WᵀKW) = Σ_j (KW)_j ⊙ W_j, (k_ℓ,), without the k_ℓ × k_ℓ matrix: at CelebA's 12,288 inputs each
+    such matrix is 1.2 GB, and Fig 16 needs the diagonals of twelve (F, Ḡ, ten WᵀQW)."""
+    w = w.to(k.dtype)
+    return ((k @ w) * w).sum(0)
+
+
 def psd_sqrt(m: torch.Tensor) -> torch.Tensor:
     """M^{1/2} = V Λ₊^{1/2} Vᵀ of a symmetric PSD matrix by eigh in float64, negative eigenvalues clipped, (d, d):
     the AGOP^{1/2} of the collapse paper's NFA and Deep RFM's M^{1/2} (the authors' ``matrix_sqrt``)."""
