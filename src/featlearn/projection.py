@@ -5,11 +5,14 @@ records its seconds per unit of work after warm-up, the units it ran and its pea
 paper job is projected from the rehearsed job of the same id (the first seed's, for other seeds: same shapes):
 
     seconds = overhead + seconds per unit × (N_paper / N_run)^time order × units of the paper job
-    memory  = memory at start + (peak − memory at start) × (N_paper / N_run)^memory order
+    memory  = at start + inputs × (N_paper / N_run − 1) + (peak − at start) × (N_paper / N_run)^memory order
 
-where overhead is what the rehearsed job spent outside its counted units (start-up, loading, warm-up), and the ratio
-of points is 1 unless ``rehearse_max_n`` capped them. The orders are each stage's (``ORDERS``), stated with why. A row
-is "measured" when the rehearsed job was the paper job itself (nothing cut), else "extrapolated", with how.
+where overhead is what the rehearsed job spent outside its counted units (start-up, loading, warm-up), the memory at
+start is what the job held when its work began (libraries, its inputs, the model), the inputs (its data files) grow
+with the points, and the ratio of points is 1 unless ``rehearse_max_n`` capped them. The orders are each stage's
+(``ORDERS``), stated with why. A row is "measured" when the rehearsed job was the paper job itself (nothing cut), else
+"extrapolated", with how. A capped extrapolation of memory is an upper bound: all growth above the start is taken to
+follow the stage's order (Deep RFM's N² bound applies to its linear parts too).
 """
 
 from __future__ import annotations
@@ -76,7 +79,8 @@ def project(job: Job, record: dict) -> Row:
     overhead = max(0.0, record["seconds"] - record["seconds_per_unit"] * record["units_run"])
     seconds = overhead + per_unit * units
     grow = job.n_ratio ** memory_order
-    peak = record["rss_start_mb"] + (record["peak_rss_mb"] - record["rss_start_mb"]) * grow
+    held = record.get("input_bytes", 0) / 2**20 * (job.n_ratio - 1) if job.stage != "data" else 0.0
+    peak = record["rss_start_mb"] + held + (record["peak_rss_mb"] - record["rss_start_mb"]) * grow
     cuda = None if record.get("cuda_peak_mb") is None else record["cuda_peak_mb"] * grow
     disk = record["output_bytes"] / 2**20 * job.outputs_ratio
     if job.same_job and record["units_run"] == units and job.n_ratio == 1:

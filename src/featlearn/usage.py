@@ -25,13 +25,15 @@ class Meter:
         self.unit = "job"
         self.began = self.phase_began = time.monotonic()
         self.ticks: list[tuple[float, int]] = []  # (seconds since start, units done so far)
-        self.rss_start_mb = rss_mb()  # the interpreter and libraries, before the job loads its inputs
+        self.rss_start_mb: float | None = None  # set when the work starts: libraries loaded, inputs read
 
     def start(self, unit: str) -> None:
         """Name the unit the job counts ('step', 'snapshot', 'layer', 'item'); ticks of an earlier phase are
         dropped (a measurement job loads its data before it counts snapshots)."""
         self.unit, self.ticks = unit, []
         self.phase_began = time.monotonic()
+        if self.rss_start_mb is None:  # what the job holds before its work grows: torch, the inputs, the model
+            self.rss_start_mb = rss_mb()
 
     def tick(self, units: int = 1) -> None:
         """``units`` more units are done."""
@@ -51,7 +53,8 @@ class Meter:
         else:
             per_unit, how = total, "whole job (no units counted)"
         return {"unit": self.unit, "units_run": units or 1, "seconds_per_unit": per_unit, "per_unit_from": how,
-                "seconds": total, "peak_rss_mb": peak_rss_mb(), "rss_start_mb": self.rss_start_mb,
+                "seconds": total, "peak_rss_mb": peak_rss_mb(),
+                "rss_start_mb": rss_mb() if self.rss_start_mb is None else self.rss_start_mb,
                 "cuda_peak_mb": cuda_peak_mb()}
 
 
@@ -98,10 +101,16 @@ def cuda_peak_mb() -> float | None:
 METER = Meter()  # this process's: one job per process
 
 
-def write(path: str | Path, device: str, outputs: list[str | Path], **extra: Any) -> dict[str, Any]:
-    """Write this job's record (and the size of its outputs) as JSON to ``path``, atomically; returns it."""
-    record = {**METER.record(), "device": device, "host": os.uname().nodename,
-              "output_bytes": sum(Path(p).stat().st_size for p in outputs if Path(p).is_file()), **extra}
+def _bytes(paths: list[str | Path]) -> int:
+    return sum(Path(p).stat().st_size for p in paths if Path(p).is_file())
+
+
+def write(path: str | Path, device: str, outputs: list[str | Path], inputs: list[str | Path] = (),
+          **extra: Any) -> dict[str, Any]:
+    """Write this job's record (and the size of its inputs and outputs) as JSON to ``path``, atomically; returns
+    it."""
+    record = {**METER.record(), "device": device, "host": os.uname().nodename, "input_bytes": _bytes(list(inputs)),
+              "output_bytes": _bytes(outputs), **extra}
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")

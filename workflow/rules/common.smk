@@ -172,9 +172,9 @@ def request(what, weight):
     return lambda w, attempt: fr.fixed_resources(SCALE, weight, attempt)[what]
 
 
-def data_request(what):
-    """A `resources` entry of a real-data job: its projection where there is one, else the table's `cpu` weight."""
-    return lambda w, attempt: {**fr.fixed_resources(SCALE, "cpu", attempt),
+def data_request(what, weight):
+    """A `resources` entry of a data job: its projection where there is one, else the table's, by weight."""
+    return lambda w, attempt: {**fr.fixed_resources(SCALE, weight, attempt),
                                **fr.projected(PROJECTION.get(f"data/{w.key}"), 0, attempt)}[what]
 
 

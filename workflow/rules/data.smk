@@ -16,8 +16,8 @@ rule synthetic_data:
     benchmark:
         RESULTS + "/benchmarks/data/{key}.tsv",
     resources:
-        runtime=request("runtime", "light"),
-        mem_mb=request("mem_mb", "light"),
+        runtime=data_request("runtime", "light"),
+        mem_mb=data_request("mem_mb", "light"),
     script:
         "../scripts/make_data.py"
 
@@ -40,8 +40,8 @@ rule real_data:
     benchmark:
         RESULTS + "/benchmarks/data/{key}.tsv",
     resources:
-        runtime=data_request("runtime"),
-        mem_mb=data_request("mem_mb"),
+        runtime=data_request("runtime", "cpu"),
+        mem_mb=data_request("mem_mb", "cpu"),
     script:
         "../scripts/prepare_data.py"
 

@@ -19,4 +19,5 @@ ds = kind_of(unit["kind"]).measure(unit, data, run, device)
 attrs = provenance(spec_json(unit), snakemake.params.scale, snakemake.rule, ds.attrs["data_source"])
 write_store(ds, snakemake.output.store, attrs)
 log.info("%s: measured on %s in %.1f s", snakemake.output.store, device, time.monotonic() - began)
-usage.write(snakemake.output.usage, str(device), [snakemake.output.store])
+usage.write(snakemake.output.usage, str(device), [snakemake.output.store],
+            [*snakemake.input.data, *snakemake.input.run])
