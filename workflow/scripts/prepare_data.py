@@ -8,7 +8,7 @@ usage.start("item")
 if snakemake.params.warmup and isinstance(params.get("n"), int):  # a rehearsal times images after a warm-up
     usage.tick(len(prepare({**params, "n": 10}, snakemake.config["data_dir"], False).get("x_train", [])))
 data = prepare(params, snakemake.config["data_dir"], snakemake.config["download"])
-usage.tick(len(data["x_train"]) if "x_train" in data else 1)
+usage.tick(len(data.get("x_train", data.get("x", [None]))))  # images or digits; a text corpus is one item
 log.info("%s: %s", snakemake.output.data, data["source"])
 save_tensors(data, snakemake.output.data)
 usage.write(snakemake.output.usage, "cpu", [snakemake.output.data])
