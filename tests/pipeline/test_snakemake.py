@@ -73,8 +73,9 @@ def test_second_call_does_nothing(built):
 
 
 def test_shortcut_target_builds_from_the_alignment_figure(built):
-    _snakemake(built, "figures/fig4.pdf")
+    _snakemake(built, "figures/fig4.pdf", "figures/collapse/fig3.pdf")
     assert (built / "figures/fig4.pdf").read_bytes() == (built / "figures/smoke/alignment/fig4.pdf").read_bytes()
+    assert (built / "figures/collapse/fig3.pdf").read_bytes() == (built / "figures/smoke/collapse/fig3.pdf").read_bytes()
 
 
 def test_scales_coexist_and_switching_back_only_redraws(built):
@@ -165,7 +166,8 @@ def _edit(path: Path) -> None:
 def test_editing_a_figure_module_reruns_that_figure_only(built):
     _edit(built / "src/featlearn/figures/alignment/fig8.py")
     planned = _snakemake(built, options=("-n",)).stdout
-    assert sorted(_planned_rules(built)) == ["alignment_shortcut", "figure"], planned  # figures/fig8.pdf follows
+    # figures/fig8.pdf and figures/alignment/fig8.pdf follow
+    assert sorted(_planned_rules(built)) == ["alignment_shortcut", "figure", "figure_shortcut"], planned
     assert "output: figures/smoke/alignment/fig8.pdf" in planned
     _snakemake(built)
     assert _planned_rules(built) == []

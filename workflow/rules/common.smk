@@ -62,9 +62,10 @@ FIGURE_STORES = {
     (paper, n): figure_experiments(paper, n) for paper, numbers in FIGURE_NUMBERS.items() for n in numbers
 }
 ALL_FIGURES = [f"{FIGURES}/{paper}/fig{n}.pdf" for paper, n in FIGURE_STORES]
-# figures/figN.pdf: the README's shortcut to the configured scale's alignment Fig N, a copy that `all` keeps current;
-# a rehearsal makes none (its figures never stand where a real one is looked for)
-SHORTCUTS = [] if REHEARSE else [f"figures/fig{n}.pdf" for paper, n in FIGURE_STORES if paper == "alignment"]
+# figures/<paper>/figN.pdf and figures/figN.pdf (alignment): shortcuts to the configured scale's figures, copies that
+# `all` keeps current; a rehearsal makes none (its figures never stand where a real one is looked for)
+SHORTCUTS = [] if REHEARSE else [f"figures/{paper}/fig{n}.pdf" for paper, n in FIGURE_STORES] + [
+    f"figures/fig{n}.pdf" for paper, n in FIGURE_STORES if paper == "alignment"]
 
 
 # Code inputs: the import closure of each job's script and of the modules it dispatches to (featlearn.deps), never a

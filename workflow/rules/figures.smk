@@ -40,22 +40,15 @@ if not REHEARSE:  # a rehearsal's figure never stands where a real one is looked
         shell:
             "cp {input.figure} {output}"
 
-
-def figure_moved(w):
-    raise ValueError(f"figures/{w.paper}/fig{w.n}.pdf: each build keeps its figures apart, under figures/<scale>/ "
-                     f"(this build's: {FIGURES}/{w.paper}/fig{w.n}.pdf; a rehearsal's: figures/<scale>-rehearsal/); "
-                     "figures/figN.pdf is the shortcut to the configured scale's alignment Fig N")
-
-
-# The figures' old place (figures/<paper>/figN.pdf, which held whichever scale was built last): a target there is
-# answered with where the figure is now, instead of Snakemake's bare "no rule to produce".
-rule figure_moved:
-    output:
-        "figures/{paper}/fig{n}.pdf",
-    input:
-        figure_moved,
-    wildcard_constraints:
-        paper="alignment|collapse|tangent",
-        n=r"\d+",
-    shell:
-        "false"
+    # figures/<paper>/figN.pdf (the targets DESIGN.md names): the configured scale's figure, copied from its own folder
+    rule figure_shortcut:
+        output:
+            "figures/{paper}/fig{n}.pdf",
+        input:
+            figure=FIGURES + "/{paper}/fig{n}.pdf",
+            stamp=SCALE_STAMP,
+        wildcard_constraints:
+            paper="alignment|collapse|tangent",
+            n=r"\d+",
+        shell:
+            "cp {input.figure} {output}"
