@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import copy
 from pathlib import Path
-from typing import Any
 
 STEPS = 4  # optimizer steps of a rehearsed run: one warm-up step, three timed
 TAG = "rehearsal"
@@ -90,13 +89,3 @@ def without_seed(unit_id: str) -> str:
     """A unit's id without its seed: the rehearsed unit that times a paper unit is the one of the same id and the
     first seed (runs of other seeds have the same shapes). Ids are '_'-joined 'key-value' pairs (``config.key``)."""
     return "_".join(part for part in unit_id.split("_") if not part.startswith("seed-"))
-
-
-def describe(spec: dict[str, Any]) -> str:
-    """One line for figure footers and reports: what a rehearsal cut."""
-    info = spec.get(TAG)
-    if not info:
-        return ""
-    capped = ", ".join(f"{k} {v:,} → {info['max_n']:,}" for k, v in info["capped"].items())
-    return (f"REHEARSAL, not the paper's results: paper shapes, {info['steps']} optimizer steps, the first seed"
-            + (f", {capped}" if capped else ""))
