@@ -100,12 +100,11 @@ def project(job: Job, record: dict) -> Row:
 def points(block: dict) -> int:
     """The training points a data block yields: its ``n``, or for a real dataset the first n of its split (all of a
     smaller one, as the data stage takes them; ``featlearn.data.real.DATASETS`` holds the sizes)."""
-    from featlearn.data.real import DATASETS
+    from featlearn.data.real import DATASETS, split_points
 
     n = block.get("n", block.get("n_train"))
-    spec = DATASETS.get(block.get("dataset", ""))
-    if spec is not None:
-        n = spec.sizes[0] if n == "all" else min(spec.n_train if n is None else n, spec.sizes[0])
+    if block.get("dataset") in DATASETS:
+        n = split_points(block["dataset"], "train", n)
     return int(n or 1)
 
 

@@ -299,3 +299,13 @@ def test_offline_prepare_gives_the_stand_in_with_its_source(tmp_path):
     assert data["x_train"].shape == (30, 3072) and "x_test" not in data
     assert data["source"].startswith("CIFAR-10 stand-in: ")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_split_points_takes_the_spec_count_never_more_than_the_split():
+    from featlearn.data.real import split_points
+
+    assert split_points("cifar10", "train", None) == 50_000  # the spec's "first 50,000"
+    assert split_points("gtsrb", "train", None) == 26_640  # all of a smaller dataset
+    assert split_points("svhn", "train", "all") == 73_257
+    assert split_points("svhn", "test", None) == 26_032 and split_points("mnist", "test", 500) == 500
+    assert split_points("celeba", "train", None) == 7_500

@@ -167,6 +167,17 @@ def present(name: str, root: str | Path) -> bool:
     return True
 
 
+def split_points(name: str, split: str, n: int | str | None) -> int:
+    """The images the data stage takes from a real split for a requested ``n``: n itself, the spec's count (None:
+    "the first 50,000" for training, the whole test split) or the whole split ('all'), never more than the split holds
+    (the spec's 50,000 take all of GTSRB's 26,640)."""
+    spec = _spec(name, split)
+    size = spec.sizes[0 if split == "train" else 1]
+    if n == "all":
+        return size
+    return min(size, n if n is not None else spec.n_train if split == "train" else size)
+
+
 def preprocess(train: tuple[torch.Tensor, torch.Tensor], test: tuple[torch.Tensor, torch.Tensor] | None,
                classes: int, *, standardize: str = "channel", targets: str = "shifted", flatten: bool = False,
                sort_by_class: bool = False) -> dict[str, torch.Tensor]:
@@ -219,14 +230,12 @@ def prepare(name: str, data_dir: str | Path, *, download: bool = False, offline:
     Returns the tensors of ``preprocess`` plus ``name``, ``source`` (for store attributes and figure footers) and
     ``preprocessing`` (the options as JSON). Missing files raise DatasetMissingError before any loading.
     """
-    default = n_train is None
+    requested, default = n_train, n_train is None
     n_train = _spec(name, "train").n_train if default else None if n_train == "all" else n_train
     splits = ["train", "test"] if n_test != 0 else ["train"]
     if offline:
         if real_size:
-            sizes = dict(zip(("train", "test"), DATASETS[name].sizes))
-            n_train, n_test = (min(n, sizes[s]) if n else sizes[s]
-                               for s, n in zip(("train", "test"), (n_train, n_test)))
+            n_train, n_test = split_points(name, "train", requested), split_points(name, "test", n_test)
         loaded = {s: standins.load(name, s, seed, n, size, reuse=real_size) for s, n in zip(splits, (n_train, n_test))}
         source = loaded["train"][2] + (f" (rehearsal: digits reused to the real size, {n_train:,} train)"
                                        if real_size else "")
