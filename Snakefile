@@ -2,17 +2,18 @@
 # data -> train -> metrics -> figures -> claims/report; see README.md and ../shared/DESIGN.md.
 from featlearn import config as fc
 from featlearn import experiments as fx
+from featlearn import validation
 from featlearn.gpus import gpu_count
 
 
-fc.check_yaml("config.yaml", workflow.basedir)
+validation.check_yaml("config.yaml", workflow.basedir)
 
 
 configfile: "config.yaml"
 
 
-fx.validate(config, workflow.source_path("workflow/schemas/config.schema.yaml"))
-fc.check_output_dirs("results", "figures")
+validation.validate(config, workflow.source_path("workflow/schemas/config.schema.yaml"))
+validation.check_output_dirs("results", "figures")
 
 
 include: "workflow/rules/common.smk"
@@ -30,7 +31,7 @@ rule all:
         ALL_FIGURES,
         SHORTCUTS,
         REPORT_FILES,
-        [RESULTS + "/projection.md"] if REHEARSE else [],
+        [f"{RESULTS}/projection.md"] if REHEARSE else [],
 
 
 rule alignment:
@@ -51,5 +52,5 @@ rule tangent:
 # Once the plan is made and before any job runs (never in a dry run): `device: cuda` needs a GPU here unless a cluster
 # executor sends the jobs elsewhere; the disk must hold what a rehearsal projected this build to write.
 onstart:
-    fc.check_device(config["device"], workflow.local_exec, gpu_count)
+    validation.check_device(config["device"], workflow.local_exec, gpu_count)
     fr.check_disk(PROJECTION, RESULTS)

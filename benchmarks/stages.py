@@ -1,4 +1,5 @@
-"""Where a build's time and memory go, stage by stage, from the benchmark file every Snakemake job writes.
+"""Where a build's time and memory go, stage by stage, from the benchmark file Snakemake writes for each job, and for
+the data and training jobs (cacheable rules, which keep no benchmark file) from their usage record.
 
 Run after a build (`make figures`, or any `snakemake` call): `python benchmarks/stages.py [results/quick/benchmarks]`.
 Prints, per stage (the first folder under results/<scale>/benchmarks: data, train, measure, deep_rfm, stores, combine,
@@ -8,6 +9,7 @@ wall time is CPU-bound work: with `--cores 2` the build's wall clock is roughly 
 
 import argparse
 import csv
+import json
 from collections import defaultdict
 from pathlib import Path
 
@@ -20,6 +22,15 @@ def read(root: Path) -> list[tuple[str, str, float, float]]:
             first = next(csv.DictReader(f, delimiter="\t"))
         job = path.relative_to(root).with_suffix("")
         rows.append((job.parts[0], str(job), float(first["s"]), float(first["max_rss"])))
+    # the stages without benchmark files: seconds and peak RSS from the job's own usage record (its Python process
+    # after start-up, where the benchmark file measured the whole job)
+    usage = root.parent / "usage"
+    benchmarked = {row[0] for row in rows}
+    for path in sorted(usage.rglob("*.json")) if usage.is_dir() else []:
+        job = path.relative_to(usage).with_suffix("")
+        if job.parts[0] not in benchmarked:
+            record = json.loads(path.read_text())
+            rows.append((job.parts[0], str(job), float(record["seconds"]), float(record["peak_rss_mb"])))
     return rows
 
 

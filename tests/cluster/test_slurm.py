@@ -1,8 +1,10 @@
-"""The smoke DAG through a real single-node SLURM (../shared/cluster) with the shipped profile.
+"""The smoke DAG through a real single-node SLURM (../shared/cluster) with the shipped profile (profiles/slurm).
 
-Each job must run as a SLURM job (its log records ``slurm_job_id``), and a training job cancelled
-with ``scancel`` must resume from its checkpoint when rerun. Needs root (to start munged, slurmctld
-and slurmd) and Debian's packages; elsewhere the tests are skipped with the reason.
+Every heavy job (data, training, measurement) must run as a SLURM job (its log records ``slurm_job_id``) and every
+light one (figures, combining, claims) where Snakemake runs; a training job cancelled with ``scancel`` must resume
+from its checkpoint when rerun; a job that runs out of memory must be retried with more. Needs root (to start munged,
+slurmctld and slurmd), Debian's packages and the SLURM executor plugin (`make test` puts it in .venv/slurm, outside
+the environment every other snakemake call imports); elsewhere the tests are skipped with the reason.
 """
 
 import os
@@ -11,7 +13,9 @@ import shutil
 import subprocess
 import sys
 import time
+from importlib.util import find_spec
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -19,8 +23,16 @@ import torch
 ROOT = Path(__file__).resolve().parents[2]
 CLUSTER = ROOT.parent / "shared" / "cluster"
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
-# The shipped profile, then the test cluster's specifics (squeue status, no accounts, fast polling).
-PROFILES = ("--profile", str(ROOT / "workflow/profiles/slurm"), "--profile", str(Path(__file__).parent / "profile"))
+# The shipped profile, then the test cluster's specifics (squeue status, no accounts, fast polling, its partition).
+PROFILES = ("--profile", str(ROOT / "profiles/slurm"), "--profile", str(Path(__file__).parent / "profile"))
+# Where `make test` installs the SLURM executor plugin for these tests only (requirements-slurm.txt): Snakemake imports
+# every executor plugin it can find at every call, and this one then asks scontrol for the cluster's configuration,
+# which takes ~9 s wherever SLURM's commands are installed but no controller runs (the other tests, after this one).
+PLUGIN_DIR = ROOT / ".venv" / "slurm"
+# The rules that run where Snakemake runs (localrule) and those sent to SLURM, by their logs' folder (of the smoke
+# test's targets; claims and shortcuts are localrules too).
+LOCAL_LOGS = ("figures", "combine")
+SLURM_LOGS = ("data", "train", "measure")
 PIDFILES = ("/run/munge/munged.pid", "/run/slurm/slurmctld.pid", "/run/slurm/slurmd.pid")
 
 pytestmark = pytest.mark.cluster
@@ -41,7 +53,17 @@ def _why_no_cluster() -> str | None:
         return "starting munged, slurmctld and slurmd needs root"
     if not (shutil.which("sbatch") or shutil.which("apt-get")):
         return "no SLURM installed and no apt-get to install Debian's slurm-wlm"
+    if _plugin_path() is None:
+        return f"snakemake-executor-plugin-slurm is neither installed nor in {PLUGIN_DIR} (`make test` or `make slurm`)"
     return None
+
+
+def _plugin_path() -> str | None:
+    """'' where the SLURM executor plugin is installed, the folder holding it where `make test` put it aside, else
+    None."""
+    if find_spec("snakemake_executor_plugin_slurm") is not None:
+        return ""
+    return str(PLUGIN_DIR) if (PLUGIN_DIR / "snakemake_executor_plugin_slurm").is_dir() else None
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +89,7 @@ def _snakemake(repo: Path, *args: str, timeout_s: int = 900) -> list[str]:
 
 
 def _env(repo: Path) -> dict:
-    return {**os.environ, "PYTHONPATH": str(repo / "src")}
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(repo / "src"), _plugin_path()) if p)}
 
 
 def _slurm_ids(logs: list[Path]) -> dict[Path, str]:
@@ -94,13 +116,22 @@ def test_smoke_figures_run_as_slurm_jobs(cluster, tmp_path, copy_repo):
     for target in targets:
         assert (repo / target).stat().st_size > 1000, target
     logs = sorted((repo / "results/smoke/logs").rglob("*.log"))
-    ids = _slurm_ids(logs)
-    assert len(logs) >= 6, logs
-    not_slurm = {str(p.relative_to(repo)): i for p, i in ids.items() if not i.isdigit()}
-    assert not not_slurm, f"jobs that did not run under SLURM: {not_slurm}"
-    assert len(set(ids.values())) == len(logs), "each Snakemake job is its own SLURM job"
-    assert set(ids.values()) <= _known_to_slurm()
-    print(f"{len(logs)} jobs through SLURM in {seconds:.0f} s")
+    ids = {str(p.relative_to(repo / "results/smoke/logs")): i for p, i in _slurm_ids(logs).items()}
+    stage = {log: log.split("/")[0] for log in ids}
+    assert set(stage.values()) == set(LOCAL_LOGS + SLURM_LOGS), ids
+    on_slurm = {log: i for log, i in ids.items() if stage[log] in SLURM_LOGS}
+    local = {log: i for log, i in ids.items() if stage[log] in LOCAL_LOGS}
+    assert all(i.isdigit() for i in on_slurm.values()), f"heavy jobs that did not run under SLURM: {on_slurm}"
+    assert set(local.values()) == {"none"}, f"light jobs sent to SLURM instead of running here: {local}"
+    for rule in ("figure", "combine"):
+        assert f"localrule {rule}:" in proc.stdout + proc.stderr, rule
+    # each training and measurement job is its own SLURM job; data jobs may share one (group "data")
+    alone = [i for log, i in on_slurm.items() if stage[log] != "data"]
+    assert len(set(alone)) == len(alone), on_slurm
+    assert not set(alone) & {i for log, i in on_slurm.items() if stage[log] == "data"}, on_slurm
+    assert set(on_slurm.values()) <= _known_to_slurm()
+    print(f"{len(on_slurm)} jobs through SLURM ({len(set(on_slurm.values()))} SLURM jobs), {len(local)} local, "
+          f"in {seconds:.0f} s")
 
 
 def test_scancelled_training_job_resumes_from_its_checkpoint(cluster, tmp_path, copy_repo, long_training_run):
@@ -131,3 +162,75 @@ def test_scancelled_training_job_resumes_from_its_checkpoint(cluster, tmp_path, 
     record = torch.load(repo / target, weights_only=False)
     assert record["status"] == "completed" and len(record["losses"]) == 20001
     assert not ckpt.exists()
+
+
+# A rule whose job fails when SLURM grants it no more memory than the first attempt asks for (FIRST, in MB), with the
+# training rule's own requests (job_request, which grows with Snakemake's attempt): the test cluster has no cgroups to
+# kill a job over its memory, so the job reads its grant from SLURM (squeue's MIN_MEMORY, e.g. "1000M") and fails
+# as an out-of-memory kill would end it. Each attempt notes its grant beside the output (Snakemake deletes a job's log
+# before it runs it again).
+RETRY_RULE = """
+
+rule retry_probe:
+    output:
+        "results/smoke/retry/{experiment}/{unit}.txt",
+    log:
+        "results/smoke/logs/retry/{experiment}/{unit}.log",
+    resources:
+        runtime=job_request("runtime", "train"),
+        mem_mb=job_request("mem_mb", "train"),
+    shell:
+        "mem=$(squeue -h -j $SLURM_JOB_ID -o %m); echo slurm_job_id=$SLURM_JOB_ID mem=$mem >> {output}.attempts; "
+        "if [ ${{mem%M}} -le FIRST ]; then echo out of memory >> {output}.attempts; exit 1; fi; touch {output}"
+"""
+
+
+def test_a_job_out_of_memory_is_retried_with_more_memory(cluster, tmp_path, copy_repo):
+    from featlearn.resources import job_resources
+
+    repo = copy_repo(tmp_path)
+    first = job_resources("auto", "smoke", "train", "training")["mem_mb"]
+    with (repo / "workflow/rules/train.smk").open("a") as f:
+        f.write(RETRY_RULE.replace("FIRST", str(first)))
+    target = "results/smoke/retry/chain_fig1/seed-0.txt"
+    proc = subprocess.run(_snakemake(repo, target, "--restart-times", "1"), cwd=repo, env=_env(repo),
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, f"the retry failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"
+    log = (repo / f"{target}.attempts").read_text()
+    # what SLURM granted each attempt, as the job read it, and as slurmctld still lists the two jobs (MinJobAge)
+    attempts = re.findall(r"slurm_job_id=(\d+) mem=(\S+)", log)
+    assert [mem for _, mem in attempts] == [f"{first}M", f"{2 * first}M"], log
+    assert "out of memory" in log
+    out = subprocess.run(["squeue", "--states=all", "-h", "-o", "%i %m %T"], capture_output=True, text=True, check=True)
+    listed = {line.split()[0]: line.split()[1:] for line in out.stdout.splitlines()}
+    assert [listed[job] for job, _ in attempts] == [[f"{first}M", "FAILED"], [f"{2 * first}M", "COMPLETED"]], listed
+
+
+def test_the_shipped_partitions_send_gpu_jobs_to_a_gpu_partition_and_the_rest_elsewhere():
+    """profiles/slurm/partitions.yaml through the plugin's own partition selection, with the pipeline's requests at
+    paper scale: a network's training asks for a GPU, a synthetic run's measurement does not."""
+    import logging
+
+    from featlearn.resources import job_resources
+
+    where = _plugin_path()
+    if where is None:
+        pytest.skip(f"snakemake-executor-plugin-slurm is neither installed nor in {PLUGIN_DIR}")
+    sys.path.insert(0, where)
+    try:
+        from snakemake_executor_plugin_slurm.partitions import get_best_partition, read_partition_file
+    finally:
+        sys.path.remove(where)
+    partitions = read_partition_file(ROOT / "profiles/slurm/partitions.yaml")
+    log = logging.getLogger(__name__)
+
+    def partition(stage: str, kind: str, threads: int = 1) -> str | None:
+        resources = job_resources("auto", "paper", stage, kind) | {"cpus_per_task": threads}
+        return get_best_partition(partitions, SimpleNamespace(name=f"{stage}/{kind}", threads=threads,
+                                                              resources=resources), log)
+
+    assert job_resources("auto", "paper", "train", "network")["gpu"] == 1
+    assert partition("train", "network") == "gpu"
+    assert partition("measure", "deep_rfm") == "gpu"
+    assert partition("measure", "training") == "cpu"
+    assert partition("train", "training") == "cpu"

@@ -294,13 +294,6 @@ def test_celeba_for_fig16_keeps_0_1_pixels_and_a_scalar_target(request, tmp_path
     assert data["source"] == "CelebA: real, via torchvision.datasets (6 train, balanced Eyeglasses subset)"
 
 
-def test_offline_prepare_gives_the_stand_in_with_its_source(tmp_path):
-    data = real.prepare("cifar10", tmp_path, offline=True, n_train=30, n_test=0, flatten=True)
-    assert data["x_train"].shape == (30, 3072) and "x_test" not in data
-    assert data["source"].startswith("CIFAR-10 stand-in: ")
-    assert list(tmp_path.iterdir()) == []
-
-
 def test_split_points_takes_the_spec_count_never_more_than_the_split():
     from featlearn.data.real import split_points
 

@@ -19,7 +19,7 @@ def test_stand_in_tensors_match_the_real_preprocessed_data(name, request, tmp_pa
     request.getfixturevalue(f"{name}_files")
     options = {"n_train": "all", "n_test": 0, "flatten": name != "celeba", "standardize": "channel"}
     got = real.prepare(name, tmp_path, **options)
-    stand_in = real.prepare(name, tmp_path, offline=True, **options)
+    stand_in = standins.prepare(name, **options)
     for key in ("x_train", "y_train", "labels_train", "mean", "std"):
         assert stand_in[key].shape[1:] == got[key].shape[1:], key
         assert stand_in[key].dtype == got[key].dtype, key
@@ -27,6 +27,19 @@ def test_stand_in_tensors_match_the_real_preprocessed_data(name, request, tmp_pa
     assert stand_in["y_train"].shape[1] == spec.classes
     assert stand_in["x_train"].shape[1] == (spec.channels * spec.size**2 if name != "celeba" else 3)
 
+
+def test_offline_prepare_gives_the_stand_in_with_its_source(tmp_path):
+    data = standins.from_block({"dataset": "cifar10", "source": "offline", "n": 30, "n_test": 0, "flatten": True},
+                               tmp_path)
+    assert data["x_train"].shape == (30, 3072) and "x_test" not in data
+    assert data["source"].startswith("CIFAR-10 stand-in: ")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_rehearsal_stand_in_has_the_real_splits_sizes():
+    data = standins.prepare("mnist", n_train=5000, n_test=100, real_size=True)
+    assert len(data["x_train"]) == 5000 and len(data["x_test"]) == 100  # more than the 4,500 offline digits
+    assert "rehearsal: digits reused to the real size, 5,000 train" in data["source"]
 
 @pytest.mark.parametrize("name", sorted(standins.STANDINS))
 def test_every_class_appears_and_pixels_are_in_0_1(name):

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from featlearn.data import text
-from featlearn.data.real import DatasetMissingError
+from featlearn.data.missing import DatasetMissingError
 from featlearn.jobs import load_tensors, save_tensors
 
 PASSAGE = "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n"

@@ -88,7 +88,8 @@ def test_collapsed_input_stays_collapsed():
 
 def test_run_dataset_labels_every_variable():
     rows = [measure_collapse(_tiny(seed=s), *_data(), None) for s in (0, 1)]
-    ds = collapse_run_dataset(rows, epoch_axis([0, 10], [0, 70]))
+    values = {name: np.stack([row[name] for row in rows]) for name in rows[0]}
+    ds = collapse_run_dataset(values, epoch_axis([0, 10], [0, 70]))
     assert ds.nc1.dims == ("step", "layer", "stage") and list(ds.stage.values) == list(STAGES)
     assert ds.nfa_sqrt.dims == ("step", "layer") and ds.w_over_t.dims == ("step",)
     assert list(ds.layer.values) == [1, 2, 3, 4, 5] and list(ds.epoch.values) == [0, 10]
@@ -97,4 +98,4 @@ def test_run_dataset_labels_every_variable():
     assert {name: ds[name].attrs["long_name"] for name in LONG_NAMES} == LONG_NAMES
     check_attributes(ds)
     with pytest.raises(ValueError, match="2 measurements for 3 epochs"):
-        collapse_run_dataset(rows, epoch_axis([0, 10, 20], [0, 70, 140]))
+        collapse_run_dataset(values, epoch_axis([0, 10, 20], [0, 70, 140]))

@@ -1,8 +1,7 @@
-import pytest
 import torch
 
 from featlearn.models.gpt import GPT, GPTConfig, init_gpt
-from featlearn.optim.adamw import configure_adamw, cosine_lr
+from featlearn.optim.adamw import configure_adamw
 
 
 def test_adamw_decays_matrices_only():
@@ -14,13 +13,3 @@ def test_adamw_decays_matrices_only():
     assert all(p.dim() >= 2 for p in decay["params"]) and all(p.dim() == 1 for p in no_decay["params"])
     assert len(decay["params"]) + len(no_decay["params"]) == len(list(model.parameters()))
     assert opt.defaults["betas"] == (0.9, 0.99)
-
-
-def test_lr_schedule_warmup_and_cosine_endpoints():
-    lr, min_lr, warmup, decay = 5e-3, 1e-4, 100, 5000
-    assert cosine_lr(0, lr, min_lr, warmup, decay) == pytest.approx(lr / 101)
-    assert cosine_lr(99, lr, min_lr, warmup, decay) == pytest.approx(lr * 100 / 101)
-    assert cosine_lr(100, lr, min_lr, warmup, decay) == pytest.approx(lr)
-    assert cosine_lr((warmup + decay) // 2, lr, min_lr, warmup, decay) == pytest.approx((lr + min_lr) / 2)
-    assert cosine_lr(5000, lr, min_lr, warmup, decay) == pytest.approx(min_lr)
-    assert cosine_lr(9000, lr, min_lr, warmup, decay) == min_lr

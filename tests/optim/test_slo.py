@@ -1,6 +1,6 @@
 import torch
 
-from featlearn.optim.slo import SLO, adaptive_speeds
+from featlearn.optim.speed_limited import SLO, adaptive_speeds
 
 
 def _grads(weights):

@@ -13,16 +13,13 @@ import yaml
 from featlearn import config as fc
 from featlearn import deps
 from featlearn import experiments as fx
+from featlearn.figures import figure_numbers
 from featlearn.jobs import LOADED_MODULES, load_tensors
 from featlearn.store import read_store
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
-# Every figure of the three papers: alignment 1–17 (TMLR numbering), collapse 1–12, tangent 1–3.
-FIGURES = (
-    [f"figures/smoke/alignment/fig{n}.pdf" for n in range(1, 18)]
-    + [f"figures/smoke/collapse/fig{n}.pdf" for n in range(1, 13)]
-    + [f"figures/smoke/tangent/fig{n}.pdf" for n in (1, 2, 3)]
-)
+# Every figure of the three papers, found from their modules as the Snakefile finds them: a new figure is tested here.
+FIGURES = [f"figures/smoke/{paper}/fig{n}.pdf" for paper, numbers in figure_numbers().items() for n in numbers]
 
 pytestmark = pytest.mark.pipeline
 
@@ -114,15 +111,17 @@ def _loaded_code(repo: Path, log: str) -> set[str]:
 
 
 def test_every_job_depends_on_exactly_the_code_it_ran(built):
-    """Every module a job really loaded is among the code inputs featlearn.deps computed for it (they may hold more:
-    a kind module's lazy imports serve its other functions too), and after an edit of every module Snakemake
-    replans each job naming exactly its code inputs: an edit reruns precisely the jobs whose code imports the
-    edited file, however it is reached (dispatch tables included)."""
+    """The code inputs featlearn.deps computed for each job are exactly the modules it really loaded, less those that
+    cannot change a result (deps.INERT), and after an edit of every module Snakemake replans each job naming exactly
+    its code inputs: an edit reruns precisely the jobs whose code runs the edited file, however it is reached
+    (dispatch tables included)."""
     jobs = {row["log-file(s)"]: row for row in _job_table(built) if row["log-file(s)"] not in ("-", "")}
     code = {log: _sources(row["input-file(s)"].split(",")) for log, row in jobs.items()}
+    inert = {str(deps.module_file(m).relative_to(deps.ROOT)) for m in deps.INERT}
     for log in jobs:
-        missed = _loaded_code(built, log) - code[log]
-        assert not missed, f"{log} ran {sorted(missed)}, which its code inputs lack"
+        loaded = _loaded_code(built, log) - inert
+        assert loaded == code[log], (f"{log}: ran but not code inputs {sorted(loaded - code[log])}; code inputs it "
+                                     f"never ran {sorted(code[log] - loaded)}")
     sources = sorted((built / "src/featlearn").rglob("*.py"))
     originals = {path: path.read_text() for path in sources}
     try:
@@ -139,14 +138,15 @@ def test_every_job_depends_on_exactly_the_code_it_ran(built):
         for path, text in originals.items():
             path.write_text(text)
     replanned, fields = {}, {}
-    for line in [*planned.splitlines(), "rule end:"]:  # one block per job: `rule X:`, then `    key: value` lines
-        if line.startswith(("rule ", "localrule ")):
+    # one block per job: `rule X:`, then `key: value` lines (indented once more in a group job)
+    for line in [*(raw.strip() for raw in planned.splitlines()), "rule end:"]:
+        if line.startswith(("rule ", "localrule ")) and line.endswith(":"):
             if "log" in fields:
                 updated = fields.get("reason", "").partition("Updated input files: ")[2].split(";")[0]
                 replanned[fields["log"]] = _sources(p.strip() for p in updated.split(","))
             fields = {}
-        elif line.startswith("    ") and ": " in line:
-            key, value = line.strip().split(": ", 1)
+        elif ": " in line:
+            key, value = line.split(": ", 1)
             fields[key] = value
     for log in jobs:
         assert replanned.get(log) == code[log], log
@@ -226,6 +226,10 @@ def test_report_shows_every_figure_and_the_claims(built):
     for figure in ("figures/smoke/alignment/fig2.pdf", "figures/smoke/collapse/fig7.pdf",
                    "figures/smoke/tangent/fig3.pdf"):
         assert figure in html, figure
+    # one category per paper, one subcategory per figure, and captions naming the stores each figure was drawn from
+    assert '"alignment": {' in html and '"Fig 01": ["figures/smoke/alignment/fig1.pdf"]' in html
+    (store,) = (built / "results/smoke/metrics").glob("chain_fig1.*.nc")
+    assert f'literal\\">{store.relative_to(built)}</tt>' in html  # in the caption's HTML, escaped as a JS string
 
 
 @pytest.mark.gpu

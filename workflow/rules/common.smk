@@ -1,10 +1,12 @@
 # Tables derived from config.yaml (through each experiment kind's module), and the code each job depends on.
 import re
+from pathlib import PurePosixPath
 
 from featlearn import deps
 from featlearn import experiments as fx
 from featlearn import rehearsal
 from featlearn import resources as fr
+from featlearn.data.prepare import module as data_module
 from featlearn.figures import figure_numbers
 
 SCALE = config["scale"]
@@ -78,18 +80,33 @@ def data_path(params):
     return f"{RESULTS}/data/{fc.dataset_key(params)}.pt"
 
 
-OPTIMIZER_MODULES = deps.dispatch("workflow/scripts/train.py")
+def data_code(params):
+    """The prepare_data script and the one module that prepares this data block (its dataset's or its source's)."""
+    return deps.job_code("prepare_data", data_module(params))
+
+
+OPTIMIZER_MODULES = deps.dispatch("featlearn.optim")
+TRAIN_METRICS = deps.dispatch("workflow/scripts/train.py")  # optimizers that measure the network while training
 
 
 def train_code(spec):
-    optimizer = OPTIMIZER_MODULES.get(spec["train"]["optimizer"])
-    return deps.job_code("train", ARCH_MODULES[spec["model"].get("arch", "mlp")], *([optimizer] if optimizer else []))
+    """The train script, the run's architecture and optimizer modules and, for an optimizer steered by a metric, the
+    metric's module."""
+    optimizer = spec["train"]["optimizer"]
+    metric = [TRAIN_METRICS[optimizer]] if optimizer in TRAIN_METRICS else []
+    arch = ARCH_MODULES[spec["model"].get("arch", "mlp")]
+    return deps.job_code("train", arch, OPTIMIZER_MODULES[optimizer], *metric)
 
 
 def measure_code(experiment, unit):
     """The measure script, the experiment's kind module and what the unit dispatches to (architecture, family)."""
     choices = [deps.dispatch(dispatcher)[choice] for dispatcher, choice in KIND[experiment].entries(unit)]
-    return deps.job_code("measure", fx.KINDS[EXPERIMENTS[experiment]["kind"]]["module"], *choices)
+    return deps.job_code("measure", kind_code(experiment, "measure"), *choices)
+
+
+def kind_code(experiment, function):
+    """The experiment's kind module as a job that calls only its `function` runs it (featlearn.deps.closure)."""
+    return f'{fx.KINDS[EXPERIMENTS[experiment]["kind"]]["module"]}:{function}'
 
 
 def figure_stores(paper, n):
@@ -121,7 +138,7 @@ def figure_code(paper, n):
 # `rm -rf .snakemake`), which would otherwise find the old results "up to date".
 SCALE_STAMP = "results/scale.txt"  # the scale the figures/figN.pdf shortcuts show
 if not REHEARSE:
-    fc.write_if_changed(SCALE_STAMP, SCALE + "\n")
+    fc.write_if_changed(SCALE_STAMP, f"{SCALE}\n")
 
 
 def spec_stamp(experiment):
@@ -187,3 +204,49 @@ def job_request(what, stage):
 
 
 THREADS = config.get("threads", 1)
+
+
+# What report.smk and projection.smk ask of the DAG (Snakemake's linter wants functions apart from rules).
+def claim_stores(paper):
+    """The STORES a claims module reads, without importing it; only experiments config.yaml defines and whose data
+    this machine has (UNREACHABLE): the others' claims are reported as not measured, so a paper-scale build of the
+    figures that fit a machine still evaluates theirs."""
+    return [e for e in deps.literal(f"featlearn.claims.{paper}", "STORES") if e in EXPERIMENTS and e not in UNREACHABLE]
+
+
+def usage_path(stage, experiment, unit):
+    return f"{RESULTS}/usage/{stage}/{experiment}/{unit}.{fc.spec_hash(UNITS[experiment][unit])}.json"
+
+
+def projection_tables(experiments):
+    """What the projection script needs of the DAG, for these experiments: both builds' units, their data blocks, the
+    figures reading each experiment and the usage record of every rehearsed job."""
+    datasets, usage = {}, {}
+    for e in experiments:
+        for build, units in (("paper", PLANNED_UNITS[e]), ("rehearsal", UNITS[e])):
+            for uid, unit in units.items():
+                datasets[f"{build}/{e}/{uid}"] = KIND[e].datasets(unit)
+        for uid in UNITS[e]:
+            for stage in (["train"] if e in TRAINED else []) + ["measure"]:
+                usage[f"{stage}/{e}/{uid}"] = usage_path(stage, e, uid)
+            for block in KIND[e].datasets(UNITS[e][uid]):
+                usage[f"data/{fc.dataset_key(block)}"] = f"{RESULTS}/usage/data/{fc.dataset_key(block)}.json"
+    figures = {e: [f"{p}/fig{n}" for (p, n), stores in FIGURE_STORES.items() if e in stores] for e in experiments}
+    return {"planned": {e: PLANNED_UNITS[e] for e in experiments}, "rehearsed": {e: UNITS[e] for e in experiments},
+            "kinds": {e: EXPERIMENTS[e]["kind"] for e in experiments}, "trained": [e for e in experiments if e in TRAINED],
+            "datasets": datasets, "figures": figures, "usage": usage}
+
+
+def projection_figure(which):
+    """The one figure ('alignment/fig4') a projection target's {which} names (projection/alignment/fig4.csv), or None
+    for all figures (projection.csv)."""
+    figure = which.strip("/")
+    return figure or None
+
+
+def figure_experiments_of(figure):
+    """The experiments of one figure ('alignment/fig4'), or of all figures (None)."""
+    if figure is None:
+        return sorted({e for stores in FIGURE_STORES.values() for e in stores if e in EXPERIMENTS})
+    paper, name = PurePosixPath(figure).parts
+    return figure_stores(paper, name.removeprefix("fig"))

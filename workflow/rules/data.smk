@@ -1,10 +1,12 @@
 # Stage 1: datasets, one file per parameter set, shared by every experiment that reads it.
+# Both rules may be cached between workflows (`--cache`, README): a cached rule may have no benchmark file (a run
+# taken from the cache has no time to record), so the job's usage record (seconds, peak memory) stands in for it.
 
 
 rule synthetic_data:
     output:
-        data=RESULTS + "/data/{key}.pt",
-        usage=RESULTS + "/usage/data/{key}.json",
+        data=f"{RESULTS}/data/{{key}}.pt",
+        usage=f"{RESULTS}/usage/data/{{key}}.json",
     input:
         deps.job_code("make_data"),
     params:
@@ -12,9 +14,8 @@ rule synthetic_data:
     wildcard_constraints:
         key=one_of(SYNTHETIC_DATA),
     log:
-        RESULTS + "/logs/data/{key}.log",
-    benchmark:
-        RESULTS + "/benchmarks/data/{key}.tsv",
+        f"{RESULTS}/logs/data/{{key}}.log",
+    cache: True
     resources:
         runtime=data_request("runtime", "light"),
         mem_mb=data_request("mem_mb", "light"),
@@ -26,19 +27,18 @@ rule synthetic_data:
 # A dataset that is absent stops here, naming the folder and both fixes, before anything is written.
 rule real_data:
     output:
-        data=RESULTS + "/data/{key}.pt",
-        usage=RESULTS + "/usage/data/{key}.json",
+        data=f"{RESULTS}/data/{{key}}.pt",
+        usage=f"{RESULTS}/usage/data/{{key}}.json",
     input:
-        deps.job_code("prepare_data"),
+        lambda w: data_code(REAL_DATA[w.key]),
     params:
         spec=lambda w: REAL_DATA[w.key],
         warmup=REHEARSE,
     wildcard_constraints:
         key=one_of(REAL_DATA),
     log:
-        RESULTS + "/logs/data/{key}.log",
-    benchmark:
-        RESULTS + "/benchmarks/data/{key}.tsv",
+        f"{RESULTS}/logs/data/{{key}}.log",
+    cache: True
     resources:
         runtime=data_request("runtime", "cpu"),
         mem_mb=data_request("mem_mb", "cpu"),

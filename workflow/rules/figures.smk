@@ -1,10 +1,19 @@
 # Stage 4: one PDF per paper figure, under figures/<tag>/ (the scale, or '<scale>-rehearsal'); figures/figN.pdf is
-# a shortcut to the configured scale's alignment figure.
+# a shortcut to the configured scale's alignment figure. Every rule here takes seconds: on a cluster they run where
+# Snakemake runs (localrule), never as jobs of their own.
 
 
 rule figure:
     output:
-        report(FIGURES + "/{paper}/fig{n}.pdf", caption="../report/figure.rst", category="{paper}"),
+        # the report groups figures by paper (category) and figure (subcategory; zero-padded, as the report sorts
+        # them as text)
+        report(
+            f"{FIGURES}/{{paper}}/fig{{n}}.pdf",
+            caption="../report/figure.rst",
+            category="{paper}",
+            subcategory=lambda w: f"Fig {int(w.n):02d}",
+            labels={"paper": "{paper}", "figure": "Fig {n}", "scale": TAG},
+        ),
     input:
         stores=lambda w: [store_path(e) for e in figure_stores(w.paper, w.n)],
         stamps=lambda w: [spec_stamp(e) for e in figure_stores(w.paper, w.n)],
@@ -17,9 +26,10 @@ rule figure:
         paper="alignment|collapse|tangent",
         n=r"\d+",
     log:
-        RESULTS + "/logs/figures/{paper}/fig{n}.log",
+        f"{RESULTS}/logs/figures/{{paper}}/fig{{n}}.log",
     benchmark:
-        RESULTS + "/benchmarks/figures/{paper}/fig{n}.tsv",
+        f"{RESULTS}/benchmarks/figures/{{paper}}/fig{{n}}.tsv",
+    localrule: True
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),
@@ -33,10 +43,11 @@ if not REHEARSE:  # a rehearsal's figure never stands where a real one is looked
         output:
             "figures/fig{n}.pdf",
         input:
-            figure=FIGURES + "/alignment/fig{n}.pdf",
+            figure=f"{FIGURES}/alignment/fig{{n}}.pdf",
             stamp=SCALE_STAMP,
         wildcard_constraints:
             n=r"\d+",
+        localrule: True
         shell:
             "cp {input.figure} {output}"
 
@@ -45,10 +56,11 @@ if not REHEARSE:  # a rehearsal's figure never stands where a real one is looked
         output:
             "figures/{paper}/fig{n}.pdf",
         input:
-            figure=FIGURES + "/{paper}/fig{n}.pdf",
+            figure=f"{FIGURES}/{{paper}}/fig{{n}}.pdf",
             stamp=SCALE_STAMP,
         wildcard_constraints:
             paper="alignment|collapse|tangent",
             n=r"\d+",
+        localrule: True
         shell:
             "cp {input.figure} {output}"

@@ -5,8 +5,8 @@
 
 rule measure:
     output:
-        store=RESULTS + "/metrics/{experiment}/{unit}.{spec}.nc",
-        usage=RESULTS + "/usage/measure/{experiment}/{unit}.{spec}.json",
+        store=f"{RESULTS}/metrics/{{experiment}}/{{unit}}.{{spec}}.nc",
+        usage=f"{RESULTS}/usage/measure/{{experiment}}/{{unit}}.{{spec}}.json",
     input:
         data=lambda w: [data_path(p) for p in KIND[w.experiment].datasets(current_unit(w))],
         run=lambda w: [run_path(w.experiment, w.unit)] if w.experiment in TRAINED else [],
@@ -19,9 +19,9 @@ rule measure:
         experiment=one_of(EXPERIMENTS),
         spec="[0-9a-f]{10}",
     log:
-        RESULTS + "/logs/measure/{experiment}/{unit}.{spec}.log",
+        f"{RESULTS}/logs/measure/{{experiment}}/{{unit}}.{{spec}}.log",
     benchmark:
-        RESULTS + "/benchmarks/measure/{experiment}/{unit}.{spec}.tsv",
+        f"{RESULTS}/benchmarks/measure/{{experiment}}/{{unit}}.{{spec}}.tsv",
     threads: THREADS
     resources:
         runtime=job_request("runtime", "measure"),
@@ -33,12 +33,13 @@ rule measure:
         "../scripts/measure.py"
 
 
+# Light (seconds: reading the unit stores and concatenating them): on a cluster it runs where Snakemake runs.
 rule combine:
     output:
-        RESULTS + "/metrics/{experiment}.{spec}.nc",
+        f"{RESULTS}/metrics/{{experiment}}.{{spec}}.nc",
     input:
         parts=lambda w: [unit_store_path(w.experiment, u) for u in UNITS[w.experiment]],
-        code=lambda w: deps.job_code("combine", fx.KINDS[current_experiment(w)["kind"]]["module"]),
+        code=lambda w: deps.job_code("combine", kind_code(w.experiment, "combine")),
         stamp=lambda w: spec_stamp(w.experiment),
     params:
         experiment=current_experiment,
@@ -48,9 +49,10 @@ rule combine:
         experiment=one_of(EXPERIMENTS),
         spec="[0-9a-f]{10}",
     log:
-        RESULTS + "/logs/combine/{experiment}.{spec}.log",
+        f"{RESULTS}/logs/combine/{{experiment}}.{{spec}}.log",
     benchmark:
-        RESULTS + "/benchmarks/combine/{experiment}.{spec}.tsv",
+        f"{RESULTS}/benchmarks/combine/{{experiment}}.{{spec}}.tsv",
+    localrule: True
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),

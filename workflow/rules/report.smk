@@ -1,24 +1,16 @@
 # Stage 5: the papers' claims checked against the metric stores (results/<scale>/claims/<paper>.json), the claims table
 # (markdown and the report's HTML page), the README's claims block, and the Snakemake report's global text.
-# `snakemake --report report.html` then gives one HTML file: figures, claims, runtimes and provenance.
+# `snakemake --report report.html` then gives one HTML file: figures, claims, runtimes and provenance. Every rule here
+# takes a second or two: on a cluster they run where Snakemake runs (localrule), never as jobs of their own.
 
 
 report: "../report/workflow.rst"
 
 
 PAPERS = list(FIGURE_NUMBERS)
-
-
-def claim_stores(paper):
-    """The STORES a claims module reads, without importing it; only experiments config.yaml defines and whose data
-    this machine has (UNREACHABLE): the others' claims are reported as not measured, so a paper-scale build of the
-    figures that fit a machine still evaluates theirs."""
-    return [e for e in deps.literal(f"featlearn.claims.{paper}", "STORES") if e in EXPERIMENTS and e not in UNREACHABLE]
-
-
 CLAIM_STORES = {paper: claim_stores(paper) for paper in PAPERS}
 # What the report shows besides the figures; the `all` rule lists them so that `snakemake --report` finds them.
-REPORT_FILES = [RESULTS + "/claims/table.md", RESULTS + "/claims/claims.html"]
+REPORT_FILES = [f"{RESULTS}/claims/table.md", f"{RESULTS}/claims/claims.html"]
 # The README keeps one claims block per scale of featlearn.claims.report.README_SCALES (quick and paper); a rehearsal
 # or a smoke build leaves it alone. Each figure's experiments, for the block's line of the figures built.
 README_FIGURES = {paper: {n: FIGURE_STORES[paper, n] for n in FIGURE_NUMBERS[paper]} for paper in PAPERS}
@@ -26,7 +18,7 @@ README_FIGURES = {paper: {n: FIGURE_STORES[paper, n] for n in FIGURE_NUMBERS[pap
 
 rule claims:
     output:
-        RESULTS + "/claims/{paper}.json",
+        f"{RESULTS}/claims/{{paper}}.json",
     input:
         stores=lambda w: [store_path(e) for e in CLAIM_STORES[w.paper]],
         stamps=lambda w: [spec_stamp(e) for e in CLAIM_STORES[w.paper]],
@@ -38,9 +30,10 @@ rule claims:
     wildcard_constraints:
         paper="|".join(PAPERS),
     log:
-        RESULTS + "/logs/claims/{paper}.log",
+        f"{RESULTS}/logs/claims/{{paper}}.log",
     benchmark:
-        RESULTS + "/benchmarks/claims/{paper}.tsv",
+        f"{RESULTS}/benchmarks/claims/{{paper}}.tsv",
+    localrule: True
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),
@@ -50,15 +43,16 @@ rule claims:
 
 rule claims_table:
     output:
-        table=RESULTS + "/claims/table.md",
-        html=report(RESULTS + "/claims/claims.html", caption="../report/claims.rst", category="Claims"),
+        table=f"{RESULTS}/claims/table.md",
+        html=report(f"{RESULTS}/claims/claims.html", caption="../report/claims.rst", category="Claims"),
     input:
-        claims=expand(RESULTS + "/claims/{paper}.json", paper=PAPERS),
+        claims=expand(f"{RESULTS}/claims/{{paper}}.json", paper=PAPERS),
         code=deps.job_code("claims_table"),
     log:
-        RESULTS + "/logs/claims/table.log",
+        f"{RESULTS}/logs/claims/table.log",
     benchmark:
-        RESULTS + "/benchmarks/claims/table.tsv",
+        f"{RESULTS}/benchmarks/claims/table.tsv",
+    localrule: True
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),
@@ -71,17 +65,18 @@ rule claims_table:
 # paper block), never by `all`.
 rule readme_claims:
     output:
-        RESULTS + "/claims/readme.stamp",
+        f"{RESULTS}/claims/readme.stamp",
     input:
-        claims=expand(RESULTS + "/claims/{paper}.json", paper=PAPERS),
+        claims=expand(f"{RESULTS}/claims/{{paper}}.json", paper=PAPERS),
         code=deps.job_code("readme_claims"),
     params:
         readme="README.md",
         figures=README_FIGURES,
     log:
-        RESULTS + "/logs/claims/readme.log",
+        f"{RESULTS}/logs/claims/readme.log",
     benchmark:
-        RESULTS + "/benchmarks/claims/readme.tsv",
+        f"{RESULTS}/benchmarks/claims/readme.tsv",
+    localrule: True
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),

@@ -1,10 +1,11 @@
-# Stage 2: one job per training run; snapshots on the measurement schedule.
+# Stage 2: one job per training run; snapshots on the measurement schedule. Cacheable between workflows (`--cache`,
+# README), hence no benchmark file: the usage record (seconds, peak memory) stands in for it.
 
 
 rule train:
     output:
-        run=RESULTS + "/runs/{experiment}/{unit}.{spec}.pt",
-        usage=RESULTS + "/usage/train/{experiment}/{unit}.{spec}.json",
+        run=f"{RESULTS}/runs/{{experiment}}/{{unit}}.{{spec}}.pt",
+        usage=f"{RESULTS}/usage/train/{{experiment}}/{{unit}}.{{spec}}.json",
     input:
         data=lambda w: data_path(current_unit(w)["data"]),
         code=lambda w: train_code(current_unit(w)),
@@ -16,9 +17,8 @@ rule train:
         experiment=one_of(TRAINED),
         spec="[0-9a-f]{10}",
     log:
-        RESULTS + "/logs/train/{experiment}/{unit}.{spec}.log",
-    benchmark:
-        RESULTS + "/benchmarks/train/{experiment}/{unit}.{spec}.tsv",
+        f"{RESULTS}/logs/train/{{experiment}}/{{unit}}.{{spec}}.log",
+    cache: True
     threads: THREADS
     resources:
         runtime=job_request("runtime", "train"),

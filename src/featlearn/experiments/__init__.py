@@ -1,4 +1,4 @@
-"""Experiment kinds, one module each: a new kind is one new module and one line of ``KINDS``.
+"""Experiment kinds, one module each, found from the modules: a new kind is one new module (and its config schema).
 
 A config experiment names its ``kind``. The kind's module says what its independent jobs (units) are, what data
 each reads, how a unit is computed and how the units combine into the experiment's store; the rules are generic
@@ -9,6 +9,7 @@ it: heavy modules are imported inside its functions) and exposes:
     datasets(unit) -> [data block]                   the data-stage files each unit reads, in order
     entries(unit) -> [(dispatcher, choice)]          what its measurement dispatches to (``featlearn.deps``)
     check(exp, where) -> [problem]                   cross-field rules the JSON schema cannot say
+    KIND = {"trained": …, "device": …, "heavy": …, "repeats": {…}}   its flags, a literal (below)
     measure(unit, data, run, device) -> Dataset      one unit's store; ``run`` is its training record, if it trains
     combine(exp, parts) -> Dataset                   the experiment's store from its units' {id: (unit, store)}
 
@@ -22,27 +23,21 @@ their rehearsal is the paper job itself.
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from types import ModuleType
 
 from featlearn.config import ConfigError, dataset_key, experiment
-from featlearn.config import validate as config_validate
+from featlearn.literals import literal_in
 
-KINDS = {
-    "training": {"module": "featlearn.experiments.training", "trained": True, "device": True, "heavy": False,
-                 "repeats": {}},
-    "network": {"module": "featlearn.experiments.network", "trained": True, "device": True, "heavy": True,
-                "repeats": {}},
-    "deep_rfm": {"module": "featlearn.experiments.deep_rfm", "trained": False, "device": True, "heavy": True,
-                 "repeats": {"model.depth": 2, "gram.layers": 1}},
-    "reversing": {"module": "featlearn.experiments.reversing", "trained": False, "device": False, "heavy": False,
-                  "repeats": {}},
-    "first_order": {"module": "featlearn.experiments.first_order", "trained": False, "device": False, "heavy": False,
-                    "repeats": {}},
-    "tangent_mnist": {"module": "featlearn.experiments.tangent_mnist", "trained": True, "device": False,
-                      "heavy": False, "repeats": {}},
-    "tangent_penalties": {"module": "featlearn.experiments.tangent_penalties", "trained": False, "device": False,
-                          "heavy": False, "repeats": {}},
-}
+
+def _kinds() -> dict[str, dict]:
+    """Every kind: each module of this package that declares its ``KIND`` flags (read without importing it)."""
+    here = Path(__file__).parent
+    flags = {path.stem: literal_in(path, "KIND") for path in sorted(here.glob("*.py"))}
+    return {kind: {"module": f"{__name__}.{kind}", **f} for kind, f in flags.items() if f is not None}
+
+
+KINDS = _kinds()
 
 
 def kind_of(name: str) -> ModuleType:
@@ -66,10 +61,6 @@ def datasets(config: dict, name: str) -> dict[str, dict]:
 
 
 def check(exp: dict, where: str) -> list[str]:
-    """The cross-field problems of one resolved experiment (``featlearn.config.validate``'s semantic check)."""
+    """The cross-field problems of one resolved experiment (``featlearn.validation.validate``'s semantic check)."""
     return kind_of(exp["kind"]).check(exp, where)
 
-
-def validate(config: dict, schema_path: str) -> None:
-    """``featlearn.config.validate`` with every kind's cross-field rules."""
-    config_validate(config, schema_path, check)

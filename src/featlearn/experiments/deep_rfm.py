@@ -12,7 +12,8 @@ import logging
 import zlib
 from typing import Any
 
-from featlearn.data import offline_size_errors
+# The kind's flags (featlearn.experiments): what its units go through and where they compute.
+KIND = {"trained": False, "device": True, "heavy": True, "repeats": {"model.depth": 2, "gram.layers": 1}}
 
 log = logging.getLogger(__name__)
 
@@ -37,6 +38,8 @@ def entries(unit: dict) -> list[tuple[str, str]]:
 
 
 def check(exp: dict, where: str) -> list[str]:
+    from featlearn.data.offline import offline_size_errors  # a check: no code input of the measure and combine jobs
+
     problems = offline_size_errors(data_block(exp, exp["data"]["datasets"][0]), where)
     if max(exp["gram"]["layers"]) > exp["model"]["depth"]:
         problems.append(f"{where}.gram.layers go past model.depth ({exp['model']['depth']})")

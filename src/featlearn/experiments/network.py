@@ -8,8 +8,10 @@ files). The same run spec holds everything a job needs.
 
 from __future__ import annotations
 
-from featlearn.data import offline_size_errors
 from featlearn.experiments.training import combine, datasets, entries, following_errors, measure, units
+
+# The kind's flags (featlearn.experiments): what its units go through and where they compute.
+KIND = {"trained": True, "device": True, "heavy": True, "repeats": {}}
 
 __all__ = ["ARCH_FAMILY", "ARCH_KEYS", "check", "combine", "datasets", "entries", "measure", "units"]
 
@@ -28,6 +30,8 @@ ARCH_FAMILY = {"mlp": "nfa", "vgg11": "conv_nfa", "gpt": "attention_nfa", "colla
 
 def check(exp: dict, where: str) -> list[str]:
     """One time unit, per-arch keys, the measurement family of the architecture, list values that follow a sweep."""
+    from featlearn.data.offline import offline_size_errors  # a check: no code input of the measure and combine jobs
+
     problems = []
     train, model, sweep = exp["train"], exp["model"], exp["sweep"]
     if ("epochs" in train) == ("steps" in train):
@@ -48,6 +52,4 @@ def check(exp: dict, where: str) -> list[str]:
     images = [d for d in sweep.get("dataset", [exp["data"]["dataset"]]) if d != "shakespeare_char"]
     if images:  # every offline image dataset draws on the same digits
         problems += offline_size_errors({**exp["data"], "dataset": images[0]}, where)
-    if "slo" in sweep.get("optimizer", [train["optimizer"]]) and "slo" not in train:
-        problems.append(f"{where}.train.slo is required when optimizer slo is used")
     return problems

@@ -8,6 +8,9 @@ from typing import Any
 
 from featlearn.experiments.single import check, combine, entries, units
 
+# The kind's flags (featlearn.experiments): what its units go through and where they compute.
+KIND = {"trained": False, "device": False, "heavy": False, "repeats": {}}
+
 __all__ = ["check", "combine", "datasets", "entries", "measure", "reversing_store", "units"]
 
 

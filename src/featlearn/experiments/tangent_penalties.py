@@ -7,6 +7,9 @@ from typing import Any
 
 from featlearn.experiments.single import check, combine, datasets, entries, units
 
+# The kind's flags (featlearn.experiments): what its units go through and where they compute.
+KIND = {"trained": False, "device": False, "heavy": False, "repeats": {}}
+
 __all__ = ["check", "combine", "datasets", "entries", "measure", "penalties_store", "units"]
 
 

@@ -15,6 +15,9 @@ from typing import Any
 
 from featlearn.config import key
 
+# The kind's flags (featlearn.experiments): what its units go through and where they compute.
+KIND = {"trained": True, "device": True, "heavy": False, "repeats": {}}
+
 SWEEP_DIMS = ("dataset", "alpha", "init_scale", "optimizer", "seed")
 # Config values that may be lists with one entry per value of the sweep key ``train.lr_follows``.
 FOLLOWING = (("train", "lr"), ("train", "epochs"), ("model", "gain"))
@@ -61,7 +64,7 @@ def entries(unit: dict) -> list[tuple[str, str]]:
 
 def check(exp: dict, where: str) -> list[str]:
     problems = []
-    train, model, sweep = exp["train"], exp["model"], exp.get("sweep", {})
+    train, model = exp["train"], exp["model"]
     if len(model["init_scales"]) != len(model["widths"]):
         problems.append(
             f"{where}.model.init_scales has {len(model['init_scales'])} entries for "
@@ -72,15 +75,6 @@ def check(exp: dict, where: str) -> list[str]:
     if data.get("task") == "chain_monomial" and data["r"] > data["d"]:
         problems.append(f"{where}.data.r ({data['r']}) exceeds data.d ({data['d']}): the chain monomial multiplies "
                         "r of the d coordinates; take r <= d")
-    optimizers = sweep.get("optimizer", [train["optimizer"]])
-    for name in ("slo", "slo_adaptive"):
-        if name in optimizers and name not in train:
-            problems.append(f"{where}.train.{name} is required when optimizer {name} is used")
-    if "slo" in optimizers and "slo" in train and len(train["slo"]["speeds"]) != len(model["widths"]) + 1:
-        problems.append(
-            f"{where}.train.slo.speeds needs one speed per weight matrix ({len(model['widths']) + 1}, "
-            f"readout included), got {len(train['slo']['speeds'])}"
-        )
     if train["steps"] < train["measure_every"]:
         problems.append(
             f"{where}.train.measure_every ({train['measure_every']}) exceeds train.steps ({train['steps']})"

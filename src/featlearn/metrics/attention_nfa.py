@@ -13,11 +13,15 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable
 
+import numpy as np
 import torch
 import torch.nn.functional as F
+import xarray as xr
 
+from featlearn.metrics import nfa
 from featlearn.metrics.jacobians import output_gradients, zero_shifts
-from featlearn.models.gpt import GPT
+from featlearn.models.gpt import GPT, attention_weights
+from featlearn.train import evaluate, token_batch, training_tensors
 
 TARGETS = ("logits", "loss")
 Covariances = dict[tuple[int, str], torch.Tensor]
@@ -89,3 +93,38 @@ def _covariances(passes: Iterable[tuple[torch.Tensor, ...]], net: GPT, denominat
                 flat = g[..., i * C : (i + 1) * C].reshape(-1, C).to(torch.float64)
                 ks[(b, proj)] = ks.get((b, proj), 0) + flat.T @ flat
     return {key: k / denominator for key, k in ks.items()}
+
+
+class Measurement:
+    """Family ``attention_nfa`` of ``metrics.measure``: UC/C-NFC of every block's W_q, W_k, W_v (input LN₁(x_t)) with
+    the random-probe K over all next-token logits on fixed training windows, and the validation loss, per snapshot."""
+
+    def __init__(self, spec: dict, data: dict, init: GPT, device: torch.device) -> None:
+        m = spec["measure"]
+        tensors, block = training_tensors(data), spec["model"]["block_size"]
+        windows = torch.Generator().manual_seed(0)  # the same windows for every snapshot and seed, on any device
+        self.idx, _ = (t.to(device) for t in token_batch(tensors["tokens"], m["windows"], block, windows))
+        self.val = [t.to(device) for t in token_batch(tensors["val_tokens"], m["windows"], block, windows)]
+        self.w0 = {k: w.clone() for k, w in attention_weights(init).items()}
+        self.blocks = sorted({b for b, _ in self.w0})
+        self.keys = [(b, proj) for b in self.blocks for proj in "qkv"]
+        self.probes, self.seed = m["probes"], spec["seed"]
+        self.estimator = f"{m['probes']} Gaussian probes over all next-token logits, {m['windows']} windows"
+
+    def snapshot(self, step: int, model: GPT) -> dict[str, object]:
+        ks = attention_feature_covariances(model, self.idx, self.probes, torch.Generator().manual_seed(self.seed))
+        weights = attention_weights(model)
+        w, w0, k = ([d[key] for key in self.keys] for d in (weights, self.w0, ks))
+        nfcs = nfa.nfc_columns(w, w0, k, step == 0)  # one row per (block, projection)
+        return {**{name: v.reshape(len(self.blocks), 3, *v.shape[1:]) for name, v in nfcs.items()
+                   if name != "ratio_c_uc"}, "val_loss": evaluate(model, *self.val, "cross_entropy")}
+
+    def dataset(self, values: dict[str, np.ndarray], time_labels: xr.Dataset) -> xr.Dataset:
+        ds = time_labels.assign_coords(block=self.blocks, proj=list("qkv"), convention=list(nfa.CONVENTIONS))
+        for name, v in values.items():
+            ds[name] = (("step", "block", "proj", "convention")[: v.ndim], v)
+        ds.attrs["k_estimator"] = self.estimator
+        return ds
+
+    def extras(self) -> xr.Dataset:
+        return xr.Dataset()

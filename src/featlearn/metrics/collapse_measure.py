@@ -27,6 +27,7 @@ from featlearn.metrics.collapse import (
     within_over_total,
 )
 from featlearn.models.collapse_nets import CollapseNet
+from featlearn.train import evaluate, training_tensors
 
 STAGES = ("input", "right", "left")  # spec §2.5: Φ(X) blue, S Vᵀ Φ(X) green, ReLU(U S Vᵀ Φ(X)) red
 LONG_NAMES = {
@@ -108,21 +109,44 @@ def measure_collapse(model: CollapseNet, x: torch.Tensor, labels: torch.Tensor, 
     }
 
 
-def collapse_run_dataset(rows: list[dict[str, np.ndarray]], time_labels: xr.Dataset) -> xr.Dataset:
-    """One run's ``measure_collapse`` dicts, one per measured epoch, as a Dataset on the run's time labels
-    (``featlearn.store.epoch_axis``: dimension ``step``, coordinate ``epoch``): nc1 (step, layer, stage);
+def collapse_run_dataset(values: dict[str, np.ndarray], time_labels: xr.Dataset) -> xr.Dataset:
+    """One run's ``measure_collapse`` quantities, each stacked over the measured epochs, as a Dataset on the run's time
+    labels (``featlearn.store.epoch_axis``: dimension ``step``, coordinate ``epoch``): nc1 (step, layer, stage);
     nfa_sqrt, nfa_full, phi (step, layer); w_over_t, b_over_t (step). Layers are numbered 1..5 as in the figures;
     every quantity is a dimensionless ratio or correlation (units "1")."""
-    if len(rows) != time_labels.sizes["step"]:
-        raise ValueError(f"collapse_run_dataset: {len(rows)} measurements for {time_labels.sizes['step']} epochs")
+    if len(values["phi"]) != time_labels.sizes["step"]:
+        raise ValueError(f"collapse_run_dataset: {len(values['phi'])} measurements for {time_labels.sizes['step']} "
+                         "epochs")
     dims = {"nc1": ("step", "layer", "stage"), "nfa_sqrt": ("step", "layer"), "nfa_full": ("step", "layer"),
             "phi": ("step", "layer"), "w_over_t": ("step",), "b_over_t": ("step",)}
-    layers = np.arange(1, len(rows[0]["phi"]) + 1)
+    layers = np.arange(1, values["phi"].shape[1] + 1)
     return time_labels.assign(
-        {name: (dim, np.stack([row[name] for row in rows]), {"long_name": LONG_NAMES[name], "units": "1"})
-         for name, dim in dims.items()},
+        {name: (dim, values[name], {"long_name": LONG_NAMES[name], "units": "1"}) for name, dim in dims.items()},
     ).assign_coords(
         layer=("layer", layers, {"long_name": "head layer l (1 = the first fully connected layer)", "units": "1"}),
         stage=("stage", list(STAGES), {"long_name": "SVD stage of W_l = U S Vᵀ: input h^l, right S Vᵀh^l, left "
                                                     "ReLU(W_l h^l)"}),
     )
+
+
+class Measurement:
+    """Family ``collapse`` of ``metrics.measure``: ``measure_collapse`` and the losses, per snapshot, on the whole
+    training subset; the AGOP on ``measure.n_measure`` class-balanced samples."""
+
+    def __init__(self, spec: dict, data: dict, init: CollapseNet, device: torch.device) -> None:
+        self.tensors = {k: v.to(device) for k, v in training_tensors(data).items()}
+        self.labels = data["labels_train"].to(device)
+        self.n_agop = spec["measure"].get("n_measure")
+
+    def snapshot(self, step: int, model: CollapseNet) -> dict[str, object]:
+        t = self.tensors
+        return {**measure_collapse(model, t["x"], self.labels, self.n_agop),
+                "train_loss": evaluate(model, t["x"], t["y"]), "test_loss": evaluate(model, t["x_test"], t["y_test"])}
+
+    def dataset(self, values: dict[str, np.ndarray], time_labels: xr.Dataset) -> xr.Dataset:
+        ds = collapse_run_dataset(values, time_labels)
+        ds["train_loss"], ds["test_loss"] = ("step", values["train_loss"]), ("step", values["test_loss"])
+        return ds
+
+    def extras(self) -> xr.Dataset:
+        return xr.Dataset()

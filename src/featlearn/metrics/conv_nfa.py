@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import copy
 
+import numpy as np
 import torch
+import xarray as xr
 from torch import nn
 
+from featlearn.metrics import nfa
 from featlearn.metrics.jacobians import output_gradients, zero_shifts
 from featlearn.models.vgg import POOL_AFTER, VGG11
+from featlearn.train import evaluate, training_tensors
 
 
 def conv_weight_matrix(conv: nn.Conv2d) -> torch.Tensor:
@@ -58,3 +62,31 @@ def _conv_output_shapes(net: VGG11, batch: torch.Tensor) -> list[tuple[int, ...]
         if i in POOL_AFTER:
             height, width = height // 2, width // 2
     return shapes
+
+
+class Measurement:
+    """Family ``conv_nfa`` of ``metrics.measure``: UC/C-NFC of every conv layer on the first ``measure.n_measure``
+    training images, and the losses over the whole splits, per snapshot."""
+
+    def __init__(self, spec: dict, data: dict, init: VGG11, device: torch.device) -> None:
+        self.tensors = {k: v.to(device) for k, v in training_tensors(data).items()}
+        self.x_k = self.tensors["x"][: spec["measure"].get("n_measure") or len(self.tensors["x"])]
+        self.w0 = [conv_weight_matrix(c) for c in init.conv_layers]
+
+    def snapshot(self, step: int, model: VGG11) -> dict[str, object]:
+        ks = conv_feature_covariances(model, self.x_k)
+        weights = [conv_weight_matrix(c) for c in model.conv_layers]
+        t = self.tensors
+        return {**nfa.nfc_columns(weights, self.w0, ks, step == 0), "train_loss": evaluate(model, t["x"], t["y"]),
+                "test_loss": evaluate(model, t["x_test"], t["y_test"])}
+
+    def dataset(self, values: dict[str, np.ndarray], time_labels: xr.Dataset) -> xr.Dataset:
+        ds = time_labels.assign_coords(layer=list(range(1, len(self.w0) + 1)), convention=list(nfa.CONVENTIONS))
+        for name, v in values.items():
+            ds[name] = (("step", "layer", "convention")[: v.ndim], v)
+        ds.attrs.update(k_samples=len(self.x_k),
+                        k_convention="K without conv biases, eval mode (the authors' code, spec §1.11)")
+        return ds
+
+    def extras(self) -> xr.Dataset:
+        return xr.Dataset()

@@ -21,12 +21,16 @@ import torch
 from torch import nn
 
 
-def output_gradients(out: torch.Tensor, wrt: Sequence[torch.Tensor]) -> Iterator[tuple[torch.Tensor, ...]]:
+def output_gradients(
+    out: torch.Tensor, wrt: Sequence[torch.Tensor], allow_unused: bool = False
+) -> Iterator[tuple[torch.Tensor, ...]]:
     """For each output j of ``out`` (n, c) in turn: the gradients of Σ_α out[α, j] with respect to every tensor of
-    ``wrt`` (each shaped like the intermediate it shifts, samples first). The graph is kept until the last output."""
+    ``wrt`` (each shaped like the intermediate it shifts, samples first). The graph is kept until the last output.
+    ``allow_unused``: zeros for a tensor the outputs do not depend on (a layer of any nn.Module, ``model_nfa``)."""
     c = out.shape[1]
     for j in range(c):
-        yield torch.autograd.grad(out[:, j].sum(), wrt, retain_graph=j < c - 1)
+        yield torch.autograd.grad(out[:, j].sum(), wrt, retain_graph=j < c - 1, allow_unused=allow_unused,
+                                  materialize_grads=allow_unused)
 
 
 def zero_shifts(shapes: Sequence[Sequence[int]], dtype: torch.dtype, device: torch.device) -> list[torch.Tensor]:

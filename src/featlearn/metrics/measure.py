@@ -1,22 +1,22 @@
 """Per-run metric extraction: snapshots in, a labelled xarray Dataset out (spec §1.5, §1.6, §6).
 
-At every snapshot the MLP's K_ℓ of all layers come from one pass over blocks of points, one backward pass per output
-(``nfa.mlp_feature_covariances``: no whole Jacobian is held); the centered K̄ recomputes J_0 per block. Its memory is
-checked before the first snapshot. Steps the run never reached (it diverged) are NaN.
-Time is the dimension ``step`` labelled by ``step`` or, for runs counted in epochs, by ``epoch``
-with ``step_of_epoch`` beside it (``featlearn.store``); ``combine_runs`` aligns a sweep's runs
-on that label.
-Everything runs on the job's ``device``: the models, the inputs, the Jacobians and the float64
-algebra (K, NFC, NC); only finished numbers come back to the CPU.
+``measure_run`` is the one loop over a run's snapshots: it rebuilds the model at each snapshot the run reached and
+hands it to the run's measurement family (``measure.family``), whose module in ``DISPATCH`` says what a snapshot
+yields (``Family``); quantities are stacked over time, NaN at the steps the run never reached (it diverged), and the
+run's status joins them. Time is the dimension ``step`` labelled by ``step`` or, for runs counted in epochs, by
+``epoch`` with ``step_of_epoch`` beside it (``featlearn.store``); ``combine_runs`` aligns a sweep's runs on that label.
+Everything runs on the job's ``device``: the models, the inputs, the Jacobians and the float64 algebra (K, NFC, NC);
+only finished numbers come back to the CPU.
 """
 
 from __future__ import annotations
 
-import json
+import importlib
 import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -24,19 +24,16 @@ import xarray as xr
 from torch import nn
 
 from featlearn import usage
-from featlearn.data.synthetic import haar_orthogonal
-from featlearn.memory import check_fits
-from featlearn.metrics import nfa
 from featlearn.models import build_model
 from featlearn.store import TIME_ATTRS, epoch_axis, step_axis
-from featlearn.train import evaluate, token_batch, training_tensors
 
 log = logging.getLogger(__name__)
 
-# measure.family -> the module its measurement imports inside ``measure_*_run`` (``featlearn.deps`` reads this table:
-# a job's code inputs include its family's module only, so a conv edit never reruns an MLP measurement)
+# measure.family -> the module holding its ``Measurement`` (``Family``), imported only by a run of that family; a
+# literal that ``featlearn.deps`` reads, so a job's code inputs include its family's module only (a conv edit never
+# reruns an MLP measurement). Each architecture's family: ``experiments.network.ARCH_FAMILY``.
 DISPATCH = {
-    "nfa": "featlearn.metrics.jacobians",
+    "nfa": "featlearn.metrics.mlp_nfa",
     "conv_nfa": "featlearn.metrics.conv_nfa",
     "attention_nfa": "featlearn.metrics.attention_nfa",
     "collapse": "featlearn.metrics.collapse_measure",
@@ -90,6 +87,20 @@ COORD_ATTRS = {
 }
 
 
+class Family(Protocol):
+    """What a measurement family adds to ``measure_run``'s loop: ``Measurement(spec, data, init, device)`` of its
+    ``DISPATCH`` module, ``init`` being the model at initialization (the centering reference W₀)."""
+
+    def snapshot(self, step: int, model: nn.Module) -> dict[str, object]:
+        """The quantities of one snapshot by name, each a number or an array of the same shape at every snapshot."""
+
+    def dataset(self, values: dict[str, np.ndarray], time_labels: xr.Dataset) -> xr.Dataset:
+        """The run's variables on ``time_labels`` from ``values``: each quantity stacked over the time axis."""
+
+    def extras(self) -> xr.Dataset:
+        """What the store holds beyond the snapshots and the run's status (an MLP's final first-layer matrices)."""
+
+
 def _model_at(spec: dict, data: dict, state: dict[str, torch.Tensor], device: torch.device) -> nn.Module:
     model = build_model(spec, data)
     model.load_state_dict(state)
@@ -112,10 +123,6 @@ class _Progress:
                  spent, left)
 
 
-def _weights(model: nn.Module) -> list[torch.Tensor]:
-    return [layer.weight.detach() for layer in model.hidden]
-
-
 def time_axis(record: dict, spec: dict) -> tuple[list[int], xr.Dataset]:
     """(snapshot steps, their labels on the dimension ``step``) of a run's measurements.
 
@@ -132,12 +139,13 @@ def time_axis(record: dict, spec: dict) -> tuple[list[int], xr.Dataset]:
 
 def _describe(ds: xr.Dataset) -> xr.Dataset:
     """long_name and units on every variable of a measurement that the tables here name and that has none yet (the
-    collapse quantities, the collapse head's layers and the per-step loss carry their own)."""
+    collapse quantities, the collapse head's layers and the per-step loss carry their own), ahead of its own attributes
+    (an MLP NFC's ``convention``)."""
     for name in ds.variables:
         if "long_name" in ds[name].attrs:
             continue
         if name in LONG_NAMES:
-            ds[name].attrs.update(long_name=LONG_NAMES[name], units=UNITS[name])
+            ds[name].attrs = {"long_name": LONG_NAMES[name], "units": UNITS[name], **ds[name].attrs}
         elif name in COORD_ATTRS or name in TIME_ATTRS:
             ds[name].attrs.update(COORD_ATTRS.get(name) or TIME_ATTRS[name])
     return ds
@@ -146,13 +154,35 @@ def _describe(ds: xr.Dataset) -> xr.Dataset:
 def measure_run(record: dict, data: dict, spec: dict, device: torch.device | str = "cpu") -> xr.Dataset:
     """One run's metric dataset, by the run's measurement family (``measure.family``): the NFA of
     MLP layers, of conv layers (VGG), of attention projections (GPT), or neural collapse; on ``device``."""
-    family = spec["measure"].get("family", "nfa")
-    families = {"nfa": measure_mlp_run, "conv_nfa": measure_conv_run, "attention_nfa": measure_attention_run,
-                "collapse": measure_collapse_run}
-    if family not in families:
-        raise ValueError(f"unknown measure.family {family!r}")
+    name = spec["measure"].get("family", "nfa")
+    if name not in DISPATCH:
+        raise ValueError(f"unknown measure.family {name!r}")
+    device = torch.device(device)
+    steps, time_labels = time_axis(record, spec)
+    snaps = record["snapshots"]
     with _exact_float32():
-        return families[family](record, data, spec, torch.device(device))
+        init = _model_at(spec, data, snaps[0], device)
+        family: Family = importlib.import_module(DISPATCH[name]).Measurement(spec, data, init, device)
+        progress = _Progress(sum(step in snaps for step in steps))
+        rows = {}
+        for step in steps:
+            if step in snaps:
+                rows[step] = family.snapshot(step, _model_at(spec, data, snaps[step], device))
+                progress.step(f"step {step}")
+        ds = family.dataset(_stack(rows, steps), time_labels).merge(run_status(record, spec)).merge(family.extras())
+    return _describe(ds)
+
+
+def _stack(rows: dict[int, dict[str, object]], steps: list[int]) -> dict[str, np.ndarray]:
+    """Each quantity of the measured snapshots over all ``steps``: NaN at a step the run never reached."""
+    if not rows:
+        raise ValueError("measure_run: the run reached none of the steps it measures (it diverged in its warm-up)")
+    shapes = {name: np.shape(value) for name, value in next(iter(rows.values())).items()}
+    stacked = {name: np.full((len(steps), *shape), np.nan) for name, shape in shapes.items()}
+    for i, step in enumerate(steps):
+        for name, value in rows.get(step, {}).items():
+            stacked[name][i] = value
+    return stacked
 
 
 @contextmanager
@@ -167,274 +197,16 @@ def _exact_float32() -> Iterator[None]:
         torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = flags
 
 
-def measure_mlp_run(record: dict, data: dict, spec: dict, device: torch.device) -> xr.Dataset:
-    """Every per-snapshot, per-layer NFA quantity of one MLP run, both correlation conventions.
-
-    K is taken over the first ``measure.n_measure`` training points (all when absent), exactly
-    over every output; losses over the whole training and test splits.
-    """
-    centered = spec["measure"].get("centered", False)
-    steps, time_labels = time_axis(record, spec)
-    layers = len(spec["model"]["widths"])
-    tensors = {k: v.to(device) for k, v in training_tensors(data).items()}
-    x, y = tensors["x"], tensors["y"]
-    x_k = x[: spec["measure"].get("n_measure") or len(x)]
-    snaps = record["snapshots"]
-    progress = _Progress(sum(step in snaps for step in steps))
-    conv = list(nfa.CONVENTIONS)
-
-    def empty(*shape: int) -> np.ndarray:
-        return np.full(shape, np.nan)
-
-    per_layer = {k: empty(len(steps), layers, len(conv)) for k in ("uc_nfc", "c_nfc", "dc_nfc", "ptkc_nfc")}
-    scalars = {k: empty(len(steps), layers) for k in ("ratio_c_uc", "ratio_dc_c", "dw_rel", "k_dispersion")}
-    losses = {k: empty(len(steps)) for k in ("train_loss", "test_loss", "rho_nfm_egop", "rho_agop_egop")}
-    egop = data.get("egop")
-    egop = None if egop is None else egop.to(device)
-    init = _model_at(spec, data, snaps[0], device)
-    w0 = _weights(init)
-    chunk, need = nfa.mlp_covariance_plan(init, len(x_k), centered)
-    check_fits(need, device, f"K of {layers} layers over {len(x_k):,} points ({chunk:,} per block)",
-               "free memory on the device (another job may hold it) or run on one with that much free")
-    last = None
-    for i, step in enumerate(steps):
-        if step not in snaps:
-            continue
-        model = _model_at(spec, data, snaps[step], device)
-        ks, k_bars = nfa.mlp_feature_covariances(model, x_k, chunk, init if centered else None)
-        weights = _weights(model)
-        last = (step, weights, ks)
-        losses["train_loss"][i] = evaluate(model, x, y)
-        losses["test_loss"][i] = evaluate(model, tensors["x_test"], tensors["y_test"])
-        for ell in range(layers):
-            w, w_init = weights[ell].double(), w0[ell].double()
-            k = ks[ell]
-            pairs = nfa.nfc_pairs(w, w_init, k, k_bars[ell] if centered else None)
-            for name, (a, b) in pairs.items():
-                if name == "uc_nfc" or step > 0:  # centered quantities are undefined at init
-                    per_layer[name][i, ell] = [nfa.correlation(a, b, c) for c in conv]
-            scalars["ratio_c_uc"][i, ell] = nfa.ratio_c_uc(pairs)
-            scalars["dw_rel"][i, ell] = nfa.relative_weight_change(w, w_init)
-            scalars["k_dispersion"][i, ell] = nfa.eigen_dispersion(k)
-            if centered:
-                scalars["ratio_dc_c"][i, ell] = nfa.ratio_dc_c(pairs)
-            if ell == 0 and egop is not None:
-                f, g = pairs["uc_nfc"]
-                losses["rho_nfm_egop"][i] = nfa.correlation(f, egop)
-                losses["rho_agop_egop"][i] = nfa.correlation(g, egop)
-        progress.step(f"step {step}")
-
-    ds = time_labels.assign_coords(layer=np.arange(1, layers + 1), convention=conv)
-    for name, values in per_layer.items():
-        if name in ("dc_nfc", "ptkc_nfc") and not centered:
-            continue
-        ds[name] = (("step", "layer", "convention"), values)
-    for name, values in scalars.items():
-        if name != "ratio_dc_c" or centered:
-            ds[name] = (("step", "layer"), values)
-    for name, values in losses.items():
-        if not name.startswith("rho_") or egop is not None:
-            ds[name] = (("step",), values)
-    ds = ds.merge(run_status(record, spec))
-    if len(record["speeds"]):
-        ds["speeds"] = (("iteration_speeds", "matrix"), record["speeds"].numpy())
-    # First-layer matrices: whole for synthetic d = 32 (Figs 1, 4, 11); as diagonal images for real inputs
-    if spec["measure"].get("image_diagonals"):
-        ds = ds.merge(_final_diagonals(last, spec, image_shape(data)))
-    elif "task" in spec["data"]:
-        ds = ds.merge(_final_matrices(last, egop, spec))
-    ds = _describe(ds)
-    for name in per_layer:
-        if name in ds:
-            ds[name].attrs["convention"] = "cosine = the paper's ρ; pearson = the authors' Fig 2 code (mat_cov)"
-    ds.attrs["k_normalization"] = "K = (1/n) Σ_α Σ_j J[α,j]ᵀ J[α,j]; Ḡ = WᵀKW"
-    ds.attrs["k_samples"] = len(x_k)
-    ds.attrs["final_step"] = last[0]
-    return ds
-
-
-def _nfc_row(w: torch.Tensor, w0: torch.Tensor, k: torch.Tensor, at_init: bool) -> dict[str, object]:
-    """UC and C-NFC (both conventions), R_C and ‖ΔW‖/‖W‖ of one weight matrix against its K."""
-    pairs = nfa.nfc_pairs(w, w0, k)
-    nan = [float("nan")] * len(nfa.CONVENTIONS)
-    return {
-        "uc_nfc": [nfa.correlation(*pairs["uc_nfc"], c) for c in nfa.CONVENTIONS],
-        "c_nfc": nan if at_init else [nfa.correlation(*pairs["c_nfc"], c) for c in nfa.CONVENTIONS],
-        "ratio_c_uc": nfa.ratio_c_uc(pairs),
-        "dw_rel": nfa.relative_weight_change(w.double(), w0.double()),
-    }
-
-
-def _nfc_dataset(rows: list[list[dict] | None], time_labels: xr.Dataset, layer_dims: dict[str, list]) -> xr.Dataset:
-    """Stack per-snapshot lists of ``_nfc_row`` dicts (None for a snapshot the run never reached) into
-    (step, *layer dims[, convention]) variables on the run's ``time_axis`` labels; the layer list is in the
-    row-major order of ``layer_dims``."""
-    shape = [len(v) for v in layer_dims.values()]
-    conv = len(nfa.CONVENTIONS)
-    ds = time_labels.assign_coords(**layer_dims, convention=list(nfa.CONVENTIONS))
-    for name in ("uc_nfc", "c_nfc", "ratio_c_uc", "dw_rel"):
-        per_conv = name.endswith("nfc")
-        values = np.full((len(rows), *shape, *([conv] if per_conv else [])), np.nan)
-        for i, row in enumerate(rows):
-            if row is not None:
-                values[i] = np.reshape([r[name] for r in row], values.shape[1:])
-        ds[name] = (("step", *layer_dims, *(["convention"] if per_conv else [])), values)
-    return ds
-
-
-def measure_conv_run(record: dict, data: dict, spec: dict, device: torch.device) -> xr.Dataset:
-    """UC/C-NFC of every VGG conv layer (weights as patch → channel matrices, K summed over positions,
-    spec §1.11) on the first ``measure.n_measure`` training images, and the losses, per snapshot."""
-    from featlearn.metrics.conv_nfa import conv_feature_covariances, conv_weight_matrix
-
-    steps, time_labels = time_axis(record, spec)
-    tensors = {k: v.to(device) for k, v in training_tensors(data).items()}
-    x_k = tensors["x"][: spec["measure"].get("n_measure") or len(tensors["x"])]
-    w0 = [conv_weight_matrix(c) for c in _model_at(spec, data, record["snapshots"][0], device).conv_layers]
-    rows, train_loss, test_loss = [], np.full(len(steps), np.nan), np.full(len(steps), np.nan)
-    progress = _Progress(sum(step in record["snapshots"] for step in steps))
-    for i, step in enumerate(steps):
-        if step not in record["snapshots"]:
-            rows.append(None)
-            continue
-        model = _model_at(spec, data, record["snapshots"][step], device)
-        ks = conv_feature_covariances(model, x_k)
-        weights = [conv_weight_matrix(c) for c in model.conv_layers]
-        rows.append([_nfc_row(w, w_init, k, step == 0) for w, w_init, k in zip(weights, w0, ks)])
-        train_loss[i] = evaluate(model, tensors["x"], tensors["y"])
-        test_loss[i] = evaluate(model, tensors["x_test"], tensors["y_test"])
-        progress.step(f"step {step}")
-    ds = _nfc_dataset(rows, time_labels, {"layer": list(range(1, len(w0) + 1))})
-    ds["train_loss"], ds["test_loss"] = ("step", train_loss), ("step", test_loss)
-    ds.attrs["k_samples"] = len(x_k)
-    ds.attrs["k_convention"] = "K without conv biases, eval mode (the authors' code, spec §1.11)"
-    return _describe(ds.merge(run_status(record, spec)))
-
-
-def measure_attention_run(record: dict, data: dict, spec: dict, device: torch.device) -> xr.Dataset:
-    """UC/C-NFC of every block's W_q, W_k, W_v (input LN₁(x_t)) with the random-probe K over all
-    next-token logits (spec §1.12) on fixed training windows, and the validation loss, per snapshot."""
-    from featlearn.metrics.attention_nfa import attention_feature_covariances
-    from featlearn.models.gpt import attention_weights
-
-    m = spec["measure"]
-    steps, time_labels = time_axis(record, spec)
-    tensors = training_tensors(data)
-    block = spec["model"]["block_size"]
-    windows = torch.Generator().manual_seed(0)  # the same windows for every snapshot and seed, on any device
-    idx, _ = (t.to(device) for t in token_batch(tensors["tokens"], m["windows"], block, windows))
-    val_x, val_y = (t.to(device) for t in token_batch(tensors["val_tokens"], m["windows"], block, windows))
-    w0 = {k: w.clone() for k, w in attention_weights(_model_at(spec, data, record["snapshots"][0], device)).items()}
-    keys = sorted(w0)
-    rows, val_loss = [], np.full(len(steps), np.nan)
-    progress = _Progress(sum(step in record["snapshots"] for step in steps))
-    for i, step in enumerate(steps):
-        if step not in record["snapshots"]:
-            rows.append(None)
-            continue
-        model = _model_at(spec, data, record["snapshots"][step], device)
-        ks = attention_feature_covariances(model, idx, m["probes"], torch.Generator().manual_seed(spec["seed"]))
-        weights = attention_weights(model)
-        rows.append([_nfc_row(weights[key], w0[key], ks[key], step == 0) for key in keys])
-        val_loss[i] = evaluate(model, val_x, val_y, "cross_entropy")
-        progress.step(f"step {step}")
-    blocks = sorted({b for b, _ in keys})
-    ds = _nfc_dataset(rows, time_labels, {"block": blocks, "proj": ["k", "q", "v"]})
-    ds = ds.drop_vars("ratio_c_uc").reindex(proj=["q", "k", "v"])
-    ds["val_loss"] = ("step", val_loss)
-    ds.attrs["k_estimator"] = f"{m['probes']} Gaussian probes over all next-token logits, {m['windows']} windows"
-    return _describe(ds.merge(run_status(record, spec)))
-
-
-def measure_collapse_run(record: dict, data: dict, spec: dict, device: torch.device) -> xr.Dataset:
-    """NC1 through each head layer's SVD stages, the NFA of every head layer, the last hidden layer's
-    W/T and B/T (collapse Figs 2, 7–12) and the losses, per snapshot, on the whole training subset;
-    the AGOP on ``measure.n_measure`` class-balanced samples."""
-    from featlearn.metrics.collapse_measure import collapse_run_dataset, measure_collapse
-
-    steps, time_labels = time_axis(record, spec)
-    tensors = {k: v.to(device) for k, v in training_tensors(data).items()}
-    labels = data["labels_train"].to(device)
-    rows, train_loss, test_loss, blank = [], np.full(len(steps), np.nan), np.full(len(steps), np.nan), None
-    progress = _Progress(sum(step in record["snapshots"] for step in steps))
-    for i, step in enumerate(steps):
-        if step not in record["snapshots"]:
-            rows.append(None)
-            continue
-        model = _model_at(spec, data, record["snapshots"][step], device)
-        rows.append(measure_collapse(model, tensors["x"], labels, spec["measure"].get("n_measure")))
-        blank = {k: np.full(np.shape(v), np.nan) for k, v in rows[-1].items()}
-        train_loss[i] = evaluate(model, tensors["x"], tensors["y"])
-        test_loss[i] = evaluate(model, tensors["x_test"], tensors["y_test"])
-        progress.step(f"step {step}")
-    ds = collapse_run_dataset([blank if r is None else r for r in rows], time_labels)
-    ds["train_loss"], ds["test_loss"] = ("step", train_loss), ("step", test_loss)
-    return _describe(ds.merge(run_status(record, spec)))
-
-
 def run_status(record: dict, spec: dict) -> xr.Dataset:
-    """The loss of every optimizer step (MSE or cross-entropy, the run's ``train.loss``) and whether (and when) the
-    run diverged."""
+    """The loss of every optimizer step (MSE or cross-entropy, the run's ``train.loss``), whether (and when) the run
+    diverged, and the speeds of adaptive SLO's steps when it ran them."""
     step = float("nan") if record["diverged_step"] is None else float(record["diverged_step"])
     losses = record["losses"].numpy()
     loss = LOSS_ATTRS[spec["train"].get("loss", "mse")]
-    return xr.Dataset({"loss": (("iteration",), losses, loss)}, coords={"iteration": np.arange(len(losses))}).assign({
+    ds = xr.Dataset({"loss": (("iteration",), losses, loss)}, coords={"iteration": np.arange(len(losses))}).assign({
         "diverged": int(record["status"] == "diverged"), "diverged_step": step})
-
-
-def image_shape(data: dict) -> tuple[int, int, int]:
-    """(channels, side, side) of a flattened image dataset, from its preprocessing record."""
-    side = json.loads(data["preprocessing"])["size"]
-    d = data["x_train"].shape[1]
-    return d // (side * side), side, side
-
-
-def _final_diagonals(last: tuple, spec: dict, image: tuple[int, int, int]) -> xr.Dataset:
-    """diag F⁽⁰⁾, diag Ḡ⁽⁰⁾ and diag W⁽⁰⁾ᵀQW⁽⁰⁾ as channel-averaged images, and their Pearson
-    correlations (Figs 16, 17): the d×d matrices of a 3·64·64 input would not fit in a store."""
-    _, weights, ks = last
-    w, k = weights[0].double(), ks[0]
-    f, g = (w * w).sum(0), nfa.agop_diagonal(w, k)  # diag F, diag Ḡ
-    corrupted = [nfa.agop_diagonal(w, q) for q in _random_q(k, spec)]
-
-    def picture(diag: torch.Tensor) -> np.ndarray:
-        return diag.reshape(image).mean(0).cpu().numpy()
-
-    dims = ("row", "col")
-    ds = xr.Dataset({"nfm_diag": (dims, picture(f)), "agop_diag": (dims, picture(g)),
-                     "rho_diag_agop": nfa.correlation(f, g, "pearson")},
-                    attrs={"rho_diagonals": "Pearson over the full diagonal (every channel); images channel-averaged"})
-    if corrupted:
-        ds["corrupted_diag"] = (dims, picture(corrupted[0]))
-        ds["rho_diag_corrupted"] = (("q_draw",), np.array([nfa.correlation(f, c, "pearson") for c in corrupted]))
-    return ds
-
-
-def _random_q(k: torch.Tensor, spec: dict) -> list[torch.Tensor]:
-    """Q = O diag(eig K) Oᵀ with O Haar-orthogonal, ``measure.random_q_draws`` times (Figs 1, 16); O's Gaussian is
-    drawn on the CPU and its QR runs on K's device, so a seed gives the same Q on every device (to rounding)."""
-    eig = torch.linalg.eigvalsh(k)
-    gen = torch.Generator().manual_seed(10_000 + spec["seed"])
-    draws = []
-    for _ in range(spec["measure"].get("random_q_draws", 0)):
-        o = haar_orthogonal(len(k), gen, k.device)
-        draws.append((o * eig) @ o.T)
-    return draws
-
-
-def _final_matrices(last: tuple, egop: torch.Tensor | None, spec: dict) -> xr.Dataset:
-    """First-layer F, Ḡ (and EGOP, corrupted AGOPs) at the last finite snapshot (Figs 1, 4, 11)."""
-    _, weights, ks = last
-    w, k = weights[0].double(), ks[0]
-    f, g = nfa.nfm(w), nfa.agop(w, k)
-    dims = ("input_i", "input_j")
-    ds = xr.Dataset({"nfm": (dims, f.cpu().numpy()), "agop": (dims, g.cpu().numpy())})
-    if egop is not None:
-        ds["egop"] = (dims, egop.cpu().numpy())
-    corrupted = [nfa.agop(w, q) for q in _random_q(k, spec)]
-    if corrupted:
-        ds["corrupted_agop"] = (dims, corrupted[0].cpu().numpy())
-        ds["rho_nfm_corrupted"] = (("q_draw",), np.array([nfa.correlation(f, c) for c in corrupted]))
+    if len(record["speeds"]):
+        ds["speeds"] = (("iteration_speeds", "matrix"), record["speeds"].numpy())
     return ds
 
 

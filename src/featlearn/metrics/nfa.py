@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Iterator
 
+import numpy as np
 import torch
 
 from featlearn.metrics.jacobians import layer_jacobians, output_gradients, zero_shifts
@@ -166,6 +167,23 @@ def nfc_pairs(
         pairs["dc_nfc"] = (f_bar, agop(wb, k_bar))
         pairs["ptkc_nfc"] = (nfm(w0), agop(w0, k_bar))
     return pairs
+
+
+def nfc_columns(
+    ws: list[torch.Tensor], w0s: list[torch.Tensor], ks: list[torch.Tensor], at_init: bool
+) -> dict[str, np.ndarray]:
+    """UC and C-NFC (both conventions), R_C and ‖ΔW‖/‖W‖ of each weight matrix against its K, one row per matrix: the
+    conv and attention families' quantities (``metrics.measure``). C-NFC is NaN at init, where W − W₀ = 0."""
+    rows, nan = [], [float("nan")] * len(CONVENTIONS)
+    for w, w0, k in zip(ws, w0s, ks):
+        pairs = nfc_pairs(w, w0, k)
+        rows.append({
+            "uc_nfc": [correlation(*pairs["uc_nfc"], c) for c in CONVENTIONS],
+            "c_nfc": nan if at_init else [correlation(*pairs["c_nfc"], c) for c in CONVENTIONS],
+            "ratio_c_uc": ratio_c_uc(pairs),
+            "dw_rel": relative_weight_change(w.double(), w0.double()),
+        })
+    return {name: np.array([row[name] for row in rows]) for name in rows[0]}
 
 
 def _inner(a: torch.Tensor, b: torch.Tensor) -> float:

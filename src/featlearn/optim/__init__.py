@@ -1,1 +1,46 @@
-"""Optimizers: Speed Limited Optimization."""
+"""Optimizers, one table: ``DISPATCH`` maps each ``train.optimizer`` name to the module that builds it. A run imports
+only its own optimizer's module, so an SLO edit never reruns a GPT job (``featlearn.deps``); the table is also the list
+of names config.yaml may use (``featlearn.validation`` writes it into the schema).
+
+Adding an optimizer: write its module and add one line to ``DISPATCH``. The module imports torch only inside its
+functions (the Snakefile runs ``check`` while planning, without torch; an optimizer class of its own goes in a module
+that ``make`` imports, as ``slo`` imports ``speed_limited``) and exposes
+
+    make(model, train) -> torch.optim.Optimizer      the run's optimizer; ``train`` is the run's train block
+    check(exp, where, name) -> [problem]             its cross-field rules for an experiment using optimizer ``name``
+                                                     (what is wrong, where, the fix); [] if it has none
+    before_step(optimizer, model, x, train, layer_nfcs) -> speeds | None
+                                                     optional: adjusts the optimizer from the network's state before
+                                                     each step and returns what the run records (adaptive SLO)
+
+A setting of its own (beyond lr, momentum, weight_decay, betas) is a key of the train block of each kind that offers it
+in ``workflow/schemas/config.schema.yaml``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+# train.optimizer -> the module that builds it
+DISPATCH = {
+    "gd": "featlearn.optim.standard",
+    "sgd": "featlearn.optim.standard",
+    "adam": "featlearn.optim.standard",
+    "adamw": "featlearn.optim.adamw",
+    "slo": "featlearn.optim.slo",
+    "slo_adaptive": "featlearn.optim.slo",
+}
+
+
+def module(name: str) -> ModuleType:
+    """The module of optimizer ``name``, imported on first use."""
+    if name not in DISPATCH:
+        raise ValueError(f"unknown train.optimizer {name!r}; choose one of {tuple(DISPATCH)}")
+    return importlib.import_module(DISPATCH[name])
+
+
+def check(exp: dict, where: str) -> list[str]:
+    """The cross-field rules of every optimizer an experiment uses (``train.optimizer``, or its sweep's), each once."""
+    names = exp.get("sweep", {}).get("optimizer", [exp["train"]["optimizer"]])
+    return [problem for name in dict.fromkeys(names) for problem in module(name).check(exp, where, name)]

@@ -1,17 +1,20 @@
-"""nanoGPT's optimizer set-up (alignment Fig 2D, spec §1.12): AdamW with decay on matrices only, and its schedule."""
+"""nanoGPT's optimizer set-up (alignment Fig 2D, spec §1.12): AdamW with decay on matrices only."""
 
 from __future__ import annotations
 
-import math
+from typing import TYPE_CHECKING
 
-import torch
-from torch import nn
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
 
 
 def configure_adamw(
     model: nn.Module, lr: float, betas: tuple[float, float], weight_decay: float
 ) -> torch.optim.AdamW:
     """AdamW as nanoGPT: weight decay on ≥2-D parameters (matmul weights, embeddings) only, none on gains/biases."""
+    import torch
+
     params = [p for p in model.parameters() if p.requires_grad]
     groups = [
         {"params": [p for p in params if p.dim() >= 2], "weight_decay": weight_decay},
@@ -20,12 +23,14 @@ def configure_adamw(
     return torch.optim.AdamW(groups, lr=lr, betas=betas)
 
 
-def cosine_lr(it: int, lr: float, min_lr: float, warmup: int, decay_iters: int) -> float:
-    """nanoGPT's schedule: linear warmup lr·(it+1)/(warmup+1), cosine decay to ``min_lr`` at ``decay_iters``, then
-    constant ``min_lr``."""
-    if it < warmup:
-        return lr * (it + 1) / (warmup + 1)
-    if it > decay_iters:
-        return min_lr
-    ratio = (it - warmup) / (decay_iters - warmup)
-    return min_lr + 0.5 * (1.0 + math.cos(math.pi * ratio)) * (lr - min_lr)
+def make(model: nn.Module, train: dict) -> torch.optim.AdamW:
+    """``configure_adamw`` with the run's ``train.betas`` (default PyTorch's) and ``train.weight_decay`` (default 0)."""
+    return configure_adamw(model, train["lr"], tuple(train.get("betas", (0.9, 0.999))), train.get("weight_decay", 0.0))
+
+
+def check(exp: dict, where: str, name: str) -> list[str]:
+    """The training kind's train block has no betas or weight_decay to set AdamW with."""
+    if exp["kind"] == "training":
+        return [f"{where}: optimizer adamw is not offered in kind training (its train block has no betas or "
+                "weight_decay); use adam there, or kind network"]
+    return []

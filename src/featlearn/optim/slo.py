@@ -1,42 +1,59 @@
-"""Speed Limited Optimization (alignment paper Sec. 5.2, App. K; spec §1.10).
-
-Every weight matrix moves at its own fixed speed: W_ℓ ← W_ℓ − η C_ℓ g_ℓ / (ε + ‖g_ℓ‖_F).
-ε = 0 is plain SLO; ε > 0 the relaxed form the experiments use. (v1 prints "+", a typo.)
-"""
+"""Speed Limited Optimization as a run's optimizer: ``slo`` with the fixed speeds of ``train.slo``, ``slo_adaptive``
+with the speeds reassigned before every step from the hidden layers' alignment (``train.slo_adaptive``). The update
+itself is ``speed_limited``'s."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
-import torch
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
 
-
-class SLO(torch.optim.Optimizer):
-    """One parameter group per weight matrix, each with its speed C_ℓ."""
-
-    def __init__(self, weights: Iterable[torch.Tensor], lr: float, speeds: list[float], eps: float = 0.0) -> None:
-        weights = list(weights)
-        if len(weights) != len(speeds):
-            raise ValueError(f"SLO needs one speed per weight matrix: {len(speeds)} speeds, {len(weights)} matrices")
-        groups = [{"params": [w], "speed": c} for w, c in zip(weights, speeds)]
-        super().__init__(groups, {"lr": lr, "eps": eps})
-
-    def set_speeds(self, speeds: list[float]) -> None:
-        """Change every C_ℓ (adaptive SLO reassigns them at every step)."""
-        for group, c in zip(self.param_groups, speeds, strict=True):
-            group["speed"] = c
-
-    @torch.no_grad()
-    def step(self, closure=None):  # noqa: ANN001, ANN201 - torch.optim.Optimizer's signature
-        for group in self.param_groups:
-            for w in group["params"]:
-                if w.grad is not None:
-                    g = w.grad
-                    w.add_(g, alpha=-group["lr"] * group["speed"] / (group["eps"] + float(g.norm())))
+    from featlearn.optim.speed_limited import SLO
 
 
-def adaptive_speeds(uc_nfc: list[float], n_matrices: int, s: float) -> list[float]:
-    """Adaptive SLO's speeds: the hidden layer with the lowest UC-NFC gets C = s, every other
-    weight matrix, the readout included, gets 1/s (App. K; the readout's speed is unstated)."""
-    slowest = min(range(len(uc_nfc)), key=lambda i: uc_nfc[i])
-    return [s if i == slowest else 1.0 / s for i in range(n_matrices)]
+def make(model: nn.Module, train: dict) -> SLO:
+    """One speed per weight matrix: ``train.slo.speeds``, or 1 each until adaptive SLO's first step reassigns them."""
+    from featlearn.optim.speed_limited import SLO
+
+    if train["optimizer"] == "slo_adaptive":
+        return SLO(model.parameters(), train["lr"], [1.0] * len(model.layers), train["slo_adaptive"]["eps"])
+    return SLO(model.parameters(), train["lr"], train["slo"]["speeds"], train["slo"]["eps"])
+
+
+def before_step(optimizer: SLO, model: nn.Module, x: torch.Tensor | None, train: dict,
+                layer_nfcs: Callable[[nn.Module, torch.Tensor], list[float]] | None) -> list[float] | None:
+    """Adaptive SLO: the speeds of this step from every hidden layer's UC-NFC over the inputs ``x`` at the current
+    weights (``layer_nfcs``: ``metrics.nfa``'s, passed in from above the optimizer layer), returned for the record.
+    Plain SLO keeps its speeds: None."""
+    if train["optimizer"] != "slo_adaptive":
+        return None
+    from featlearn.optim.speed_limited import adaptive_speeds
+
+    if layer_nfcs is None:
+        raise ValueError("train: adaptive SLO needs layer_nfcs (featlearn.metrics.nfa.hidden_layer_nfcs)")
+    optimizer.set_speeds(adaptive_speeds(layer_nfcs(model, x), len(model.layers), train["slo_adaptive"]["s"]))
+    return [group["speed"] for group in optimizer.param_groups]
+
+
+def check(exp: dict, where: str, name: str) -> list[str]:
+    """``train.<name>`` must be given; the speeds go one per weight matrix of a bias-free MLP; adaptive SLO measures
+    the hidden layers on synthetic inputs, which only kind training trains on."""
+    train, model = exp["train"], exp["model"]
+    if name == "slo_adaptive" and exp["kind"] != "training":
+        return [f"{where}: optimizer slo_adaptive runs only in kind training (it steers by the UC-NFC of a "
+                "bias-free MLP's hidden layers on its inputs at every step); use slo with fixed train.slo.speeds"]
+    if name not in train:
+        return [f"{where}.train.{name} is required when optimizer {name} is used"]
+    if model.get("arch", "mlp") != "mlp" or "widths" not in model:  # SLO counts other networks' parameters itself
+        return []
+    if model.get("bias"):
+        return [f"{where}.model.bias adds bias vectors, which optimizer {name} has no speed for (it moves weight "
+                "matrices only); set model.bias: false"]
+    matrices, speeds = len(model["widths"]) + 1, train[name].get("speeds")
+    if speeds is not None and len(speeds) != matrices:
+        return [f"{where}.train.slo.speeds needs one speed per weight matrix ({matrices}, readout included), "
+                f"got {len(speeds)}"]
+    return []

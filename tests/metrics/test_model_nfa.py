@@ -1,0 +1,143 @@
+"""measure_nfa / agop on any nn.Module against closed forms and against the pipeline's own measurements."""
+
+import copy
+
+import pytest
+import torch
+import xarray
+from torch import nn
+
+from featlearn.metrics import nfa
+from featlearn.metrics.attention_nfa import attention_feature_covariances, exact_attention_feature_covariances
+from featlearn.metrics.conv_nfa import conv_feature_covariances, conv_weight_matrix
+from featlearn.metrics.model_nfa import agop, measure_nfa
+from featlearn.models.gpt import GPT, GPTConfig, attention_weights, init_gpt
+from featlearn.models.mlp import MLP, init_mlp
+from featlearn.models.vgg import VGG11, init_vgg
+
+TOL = 1e-6
+
+
+def _moved(model, seed, scale):
+    """A copy of ``model`` with every parameter moved by scale·N(0, 1): a 'trained' network and its init."""
+    trained = copy.deepcopy(model)
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in trained.parameters():
+            p.add_(scale * torch.randn(p.shape, generator=g, dtype=p.dtype))
+    return trained
+
+
+def _assert_pipeline_agrees(ds, name, w, w0, k):
+    """uc/c NFC (both conventions), R_C, ‖ΔW‖/‖W‖, NFM and AGOP of one layer as the pipeline computes them."""
+    pairs = nfa.nfc_pairs(w.double(), w0.double(), k)
+    for var in ("uc_nfc", "c_nfc"):
+        expected = [nfa.correlation(*pairs[var], c) for c in nfa.CONVENTIONS]
+        assert ds[var].sel(layer=name).values == pytest.approx(expected, abs=TOL)
+    assert float(ds.ratio_c_uc.sel(layer=name)) == pytest.approx(nfa.ratio_c_uc(pairs), abs=TOL)
+    assert float(ds.dw_rel.sel(layer=name)) == pytest.approx(nfa.relative_weight_change(w, w0), abs=TOL)
+    for var, matrix in zip(("nfm", "agop"), pairs["uc_nfc"]):
+        got = torch.from_numpy(ds[f"{var}[{name}]"].values)
+        torch.testing.assert_close(got, matrix, rtol=0, atol=TOL * float(matrix.abs().max()))
+
+
+def test_agop_of_a_linear_network_is_the_end_to_end_map_exactly():
+    # f(x) = W2 W1 x: ∂f/∂x = W2 W1 at every x, so AGOP_1 = (W2W1)ᵀ(W2W1), AGOP_2 = W2ᵀW2 and NFM_1 = W1ᵀW1
+    g = torch.Generator().manual_seed(0)
+    net = nn.Sequential(nn.Linear(5, 7, bias=False), nn.Linear(7, 3, bias=False)).double()
+    w1, w2 = net[0].weight.detach(), net[1].weight.detach()
+    x = torch.randn(9, 5, dtype=torch.float64, generator=g)
+    got = agop(net, x, batch_size=4)
+    torch.testing.assert_close(got["0"], (w2 @ w1).T @ (w2 @ w1), rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(got["1"], w2.T @ w2, rtol=1e-12, atol=1e-12)
+    ds = measure_nfa(net, x)
+    torch.testing.assert_close(torch.from_numpy(ds["nfm[0]"].values), w1.T @ w1, rtol=1e-12, atol=0)
+    # the readout's K is the identity, so its NFC is exactly 1 in both conventions
+    assert ds.uc_nfc.sel(layer="1").values == pytest.approx([1.0, 1.0], abs=1e-12)
+    # on sequences (n, T, d) a Linear acts on every token, and K sums over the T positions of each sample
+    tokens = torch.randn(4, 6, 5, dtype=torch.float64, generator=g)
+    torch.testing.assert_close(agop(net, tokens)["0"], 6 * (w2 @ w1).T @ (w2 @ w1), rtol=1e-12, atol=1e-12)
+
+
+def test_mlp_measurement_equals_the_pipelines():
+    g = torch.Generator().manual_seed(1)
+    init = init_mlp(MLP(6, [9, 8], out=3), [1.0, 1.0], g).double()
+    model = _moved(init, 2, 0.3)
+    x = torch.randn(13, 6, dtype=torch.float64, generator=g)
+    ks, _ = nfa.mlp_feature_covariances(model, x, chunk=5)
+    ds = measure_nfa(model, x, init, batch_size=4)
+    assert list(ds.layer.values) == ["layers.0", "layers.1", "layers.2"]  # the readout too
+    for ell, (layer, layer0) in enumerate(zip(model.hidden, init.hidden)):
+        _assert_pipeline_agrees(ds, f"layers.{ell}", layer.weight.detach(), layer0.weight.detach(), ks[ell])
+
+
+def test_vgg_conv_measurement_equals_the_pipelines_in_patch_space():
+    g = torch.Generator().manual_seed(3)
+    init = init_vgg(VGG11(width_divisor=32, classes=3), g).double()
+    model = _moved(init, 4, 0.05)
+    model.train()  # dropout: the API measures in eval mode as the pipeline does, then restores the mode
+    x = torch.randn(4, 3, 32, 32, dtype=torch.float64, generator=g)
+    ks = conv_feature_covariances(model, x, batch_size=3, drop_biases=False)
+    names = [f"conv_layers.{i}" for i in range(8)]
+    ds = measure_nfa(model, x, init, names, batch_size=3)
+    assert model.training and list(ds.layer.values) == names
+    for name, conv, conv0, k in zip(names, model.conv_layers, init.conv_layers, ks):
+        _assert_pipeline_agrees(ds, name, conv_weight_matrix(conv), conv_weight_matrix(conv0), k)
+
+
+def _tiny_gpt():
+    config = GPTConfig(vocab_size=7, block_size=6, n_layer=2, n_head=2, n_embd=8)
+    init = init_gpt(GPT(config), torch.Generator().manual_seed(5)).double()
+    model = _moved(init, 6, 0.2)
+    return init, model, torch.randint(0, 7, (3, 5), generator=torch.Generator().manual_seed(7))
+
+
+def test_gpt_attention_measurement_equals_the_pipelines():
+    init, model, idx = _tiny_gpt()
+    ks = exact_attention_feature_covariances(model, idx)  # over all T·V logits of each sequence
+    weights, weights0 = attention_weights(model), attention_weights(init)
+    names = {(b, p): f"blocks.{b - 1}.attn.c_attn.{p}" for b, p in ks}
+    ds = measure_nfa(model, idx, init, list(names.values()))
+    for key, name in names.items():
+        _assert_pipeline_agrees(ds, name, weights[key], weights0[key], ks[key])
+
+
+def test_gpt_random_probe_estimate_equals_the_pipelines():
+    _, model, idx = _tiny_gpt()
+    ks = attention_feature_covariances(model, idx, probes=3, generator=torch.Generator().manual_seed(8))
+    got = agop(model, idx, ["blocks.1.attn.c_attn.v"], probes=3, generator=torch.Generator().manual_seed(8))
+    expected = nfa.agop(attention_weights(model)[(2, "v")], ks[(2, "v")])
+    torch.testing.assert_close(got["blocks.1.attn.c_attn.v"], expected, rtol=1e-10, atol=1e-12)
+
+
+def test_a_layer_the_outputs_do_not_use_has_zero_agop():
+    class Unused(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.used, self.aside = nn.Linear(3, 2), nn.Linear(3, 4)
+
+        def forward(self, x):
+            self.aside(x)
+            return self.used(x)
+
+    got = agop(Unused(), torch.randn(5, 3))
+    assert torch.count_nonzero(got["aside"]) == 0 and torch.count_nonzero(got["used"]) > 0
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_every_tensor_stays_on_the_inputs_device_and_agrees_with_the_cpu():
+    init, model, idx = _tiny_gpt()
+    cpu = measure_nfa(model, idx, init)
+    cuda = measure_nfa(model.cuda(), idx.cuda(), init.cuda())
+    assert all(k.device.type == "cuda" for k in agop(model, idx.cuda()).values())
+    for var in ("uc_nfc", "c_nfc", "ratio_c_uc"):
+        assert cuda[var].values == pytest.approx(cpu[var].values, abs=TOL)
+
+
+def test_the_dataset_saves_to_netcdf_with_its_per_layer_matrices(tmp_path):
+    pytest.importorskip("netCDF4")  # the netcdf extra
+    net = nn.Sequential(nn.Conv2d(2, 3, 3), nn.Flatten(), nn.Linear(12, 2))
+    ds = measure_nfa(net, torch.randn(4, 2, 4, 4), copy.deepcopy(net))
+    ds.to_netcdf(tmp_path / "nfa.nc")
+    back = xarray.load_dataset(tmp_path / "nfa.nc")
+    assert back["agop[0]"].shape == (18, 18) and back.uc_nfc.equals(ds.uc_nfc)

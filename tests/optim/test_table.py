@@ -1,0 +1,60 @@
+import json
+import subprocess
+import sys
+
+import pytest
+
+from featlearn import deps, optim
+from featlearn.data.synthetic import make_dataset
+from featlearn.jobs import save_tensors
+
+ROOT = deps.ROOT
+TRAIN_METRICS = deps.dispatch("workflow/scripts/train.py")
+# one optimizer per distinct train job code (its module, and the metric it steers by)
+ONE_PER_CODE = sorted({(optim.DISPATCH[n], TRAIN_METRICS.get(n)): n for n in reversed(list(optim.DISPATCH))}.values())
+
+
+def _run(code: str, *args: str) -> str:
+    result = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT,
+                            env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""})
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_planning_checks_every_optimizer_without_torch():
+    """The Snakefile validates config.yaml, each optimizer's check included, before any job: every optimizer module
+    has the interface and loads without torch."""
+    code = ("import importlib, json, sys, yaml\nfrom featlearn import optim, validation\n"
+            "validation.validate(yaml.safe_load(open('config.yaml')), 'workflow/schemas/config.schema.yaml')\n"
+            "modules = [importlib.import_module(m) for m in optim.DISPATCH.values()]\n"
+            "missing = [m.__name__ for m in modules for f in ('make', 'check') if not callable(getattr(m, f, None))]\n"
+            "print(json.dumps([missing, 'torch' in sys.modules]))")
+    assert json.loads(_run(code)) == [[], False]
+
+
+@pytest.mark.parametrize("name", ONE_PER_CODE)
+def test_a_run_loads_exactly_its_own_optimizer(name, tmp_path):
+    """What the smoke build checks from job logs, per optimizer: a run loads exactly the train job's code (script,
+    architecture, its optimizer, the metric it steers by; less deps.INERT), so no other optimizer's module."""
+    train = {"optimizer": name, "lr": 0.01, "momentum": 0.9, "steps": 2, "measure_every": 1,
+             "slo": {"speeds": [1.0, 1.0], "eps": 0.1}, "slo_adaptive": {"s": 2.0, "eps": 0.1}}
+    spec = {"experiment": "t", "sweep": {}, "seed": 0,
+            "data": {"task": "chain_monomial", "r": 2, "d": 3, "n": 8, "n_test": 0, "alpha": None, "seed": 0},
+            "model": {"widths": [4], "activation": "relu", "init_scales": [1.0], "init_convention": "torch_std",
+                      "readout_scale": 1.0},
+            "train": train, "measure": {}}
+    save_tensors(make_dataset(spec["data"]), tmp_path / "data.pt")
+    metric = TRAIN_METRICS.get(name)
+    code = ("import json, sys\nfrom featlearn.jobs import load_tensors\nfrom featlearn.train import train\n"
+            + (f"from {metric} import hidden_layer_nfcs as f\n" if metric else "f = None\n")
+            + f"train(json.loads({json.dumps(spec)!r}), load_tensors({str(tmp_path / 'data.pt')!r}), "
+            f"{str(tmp_path / 'r.pt')!r}, {str(tmp_path / 'c')!r}, layer_nfcs=f)\n"
+            "print(' '.join(m for m in sys.modules if m.startswith('featlearn') and m not in sys.argv[1:]))")
+    loaded = {str(deps.module_file(m).relative_to(ROOT)) for m in _run(code, *deps.INERT).split()}
+    job = deps.job_sources("train", "featlearn.models.mlp", optim.DISPATCH[name], *([metric] if metric else []))
+    assert loaded == set(job[1:])
+
+
+def test_an_unknown_optimizer_names_the_choices():
+    with pytest.raises(ValueError, match=r"unknown train.optimizer 'lbfgs'; choose one of \('gd', 'sgd'"):
+        optim.module("lbfgs")
