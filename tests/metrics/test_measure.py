@@ -5,12 +5,12 @@ import pytest
 import torch
 
 from featlearn.data.synthetic import make_dataset
-from featlearn.experiments.network import ARCH_FAMILY
 from featlearn.integrity import dataset_digest
 from featlearn.metrics import nfa
 from featlearn.metrics.jacobians import layer_jacobians
 from featlearn.metrics.measure import DISPATCH, combine_runs, measure_run
 from featlearn.metrics.theory import second_derivative_correlation
+from featlearn.models import DISPATCH as ARCHS
 from featlearn.models import build_model
 from featlearn.store import check_attributes, provenance, read_store, write_store
 from featlearn.train import train
@@ -146,5 +146,5 @@ def test_two_identical_runs_give_bitwise_identical_stores_on_cpu(tmp_path):
 
 
 def test_every_architecture_is_measured_by_a_family_of_the_family_table():
-    """``network.ARCH_FAMILY`` (arch -> family) and ``measure.DISPATCH`` (family -> module) name the same families."""
-    assert set(ARCH_FAMILY.values()) == set(DISPATCH)
+    """``models.DISPATCH`` (arch -> family) and ``measure.DISPATCH`` (family -> module) name the same families."""
+    assert {arch["family"] for arch in ARCHS.values()} == set(DISPATCH)

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 # measure.family -> the module holding its ``Measurement`` (``Family``), imported only by a run of that family; a
 # literal that ``featlearn.deps`` reads, so a job's code inputs include its family's module only (a conv edit never
-# reruns an MLP measurement). Each architecture's family: ``experiments.network.ARCH_FAMILY``.
+# reruns an MLP measurement). Each architecture's family: ``models.DISPATCH``.
 DISPATCH = {
     "nfa": "featlearn.metrics.mlp_nfa",
     "conv_nfa": "featlearn.metrics.conv_nfa",

@@ -13,14 +13,21 @@ import importlib
 import torch
 from torch import nn
 
-# model.arch -> the module that builds it
+# model.arch -> the module that builds it, the measurement family that reads its layers (``metrics.measure``) and the
+# ``model`` keys it needs: the one table of architectures, read without importing it by ``featlearn.deps``, config
+# validation (the schema's choices) and the network kind's check.
 DISPATCH = {
-    "mlp": "featlearn.models.mlp",
-    "vgg11": "featlearn.models.vgg",
-    "gpt": "featlearn.models.gpt",
-    "collapse_mlp": "featlearn.models.collapse_nets",
-    "resnet18_mlp": "featlearn.models.collapse_nets",
-    "vgg11_mlp": "featlearn.models.collapse_nets",
+    "mlp": {"module": "featlearn.models.mlp", "family": "nfa",
+            "keys": ["widths", "activation", "init_scales", "init_convention", "readout_scale"]},
+    "vgg11": {"module": "featlearn.models.vgg", "family": "conv_nfa", "keys": []},
+    "gpt": {"module": "featlearn.models.gpt", "family": "attention_nfa",
+            "keys": ["block_size", "n_layer", "n_head", "n_embd"]},
+    "collapse_mlp": {"module": "featlearn.models.collapse_nets", "family": "collapse",
+                     "keys": ["width", "depth", "gain"]},
+    "resnet18_mlp": {"module": "featlearn.models.collapse_nets", "family": "collapse",
+                     "keys": ["width", "depth", "gain"]},
+    "vgg11_mlp": {"module": "featlearn.models.collapse_nets", "family": "collapse",
+                  "keys": ["width", "depth", "gain"]},
 }
 ARCHS = tuple(DISPATCH)
 
@@ -42,4 +49,4 @@ def build_model(spec: dict, data: dict) -> nn.Module:
     if arch not in DISPATCH:
         raise ValueError(f"unknown model.arch {arch!r}; choose one of {ARCHS}")
     generator = torch.Generator().manual_seed(spec.get("seeds", {}).get("init", spec["seed"]))
-    return importlib.import_module(DISPATCH[arch]).build({"arch": arch, **m}, *_shapes(data), generator)
+    return importlib.import_module(DISPATCH[arch]["module"]).build({"arch": arch, **m}, *_shapes(data), generator)
