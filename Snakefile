@@ -5,7 +5,6 @@ from featlearn import experiments as fx
 from featlearn import validation
 from featlearn.gpus import gpu_count
 
-
 validation.check_yaml("config.yaml", workflow.basedir)
 
 

@@ -51,6 +51,7 @@ def one_of(names):
     """A wildcard constraint matching exactly these names (never empty: Snakemake needs a regex)."""
     return "|".join(re.escape(n) for n in names) or "NONE"
 
+
 # Figures: each figure module names the experiments (stores) it reads.
 FIGURE_NUMBERS = figure_numbers()
 
@@ -60,14 +61,16 @@ def figure_experiments(paper, n):
     return deps.literal(f"featlearn.figures.{paper}.fig{n}", "EXPERIMENTS")
 
 
-FIGURE_STORES = {
-    (paper, n): figure_experiments(paper, n) for paper, numbers in FIGURE_NUMBERS.items() for n in numbers
-}
+FIGURE_STORES = {(paper, n): figure_experiments(paper, n) for paper, numbers in FIGURE_NUMBERS.items() for n in numbers}
 ALL_FIGURES = [f"{FIGURES}/{paper}/fig{n}.pdf" for paper, n in FIGURE_STORES]
 # figures/<paper>/figN.pdf and figures/figN.pdf (alignment): shortcuts to the configured scale's figures, copies that
 # `all` keeps current; a rehearsal makes none (its figures never stand where a real one is looked for)
-SHORTCUTS = [] if REHEARSE else [f"figures/{paper}/fig{n}.pdf" for paper, n in FIGURE_STORES] + [
-    f"figures/fig{n}.pdf" for paper, n in FIGURE_STORES if paper == "alignment"]
+SHORTCUTS = (
+    []
+    if REHEARSE
+    else [f"figures/{paper}/fig{n}.pdf" for paper, n in FIGURE_STORES]
+    + [f"figures/fig{n}.pdf" for paper, n in FIGURE_STORES if paper == "alignment"]
+)
 
 
 # Code inputs: the import closure of each job's script and of the modules it dispatches to (featlearn.deps), never a
@@ -162,8 +165,10 @@ def current_unit(w):
     """The unit a job builds; a file name carrying another spec's hash is refused rather than rebuilt mislabelled."""
     unit = UNITS[w.experiment][w.unit]
     if w.spec != fc.spec_hash(unit):
-        raise ValueError(f"{w.experiment}/{w.unit}.{w.spec}: no unit of config.yaml has spec hash {w.spec} "
-                         f"(the current one is {fc.spec_hash(unit)})")
+        raise ValueError(
+            f"{w.experiment}/{w.unit}.{w.spec}: no unit of config.yaml has spec hash {w.spec} "
+            f"(the current one is {fc.spec_hash(unit)})"
+        )
     return unit
 
 
@@ -192,15 +197,23 @@ def request(what, weight):
 
 def data_request(what, weight):
     """A `resources` entry of a data job: its projection where there is one, else the table's, by weight."""
-    return lambda w, attempt: {**fr.fixed_resources(SCALE, weight, attempt),
-                               **fr.projected(PROJECTION.get(f"data/{w.key}"), 0, attempt)}[what]
+    return lambda w, attempt: {
+        **fr.fixed_resources(SCALE, weight, attempt),
+        **fr.projected(PROJECTION.get(f"data/{w.key}"), 0, attempt),
+    }[what]
 
 
 def job_request(what, stage):
     """A `resources` entry (runtime, mem_mb, gpu, gpu_mem_mb) of a `stage` job, from its projection where there is
     one, else from its experiment's kind and `device`."""
-    return lambda w, attempt: fr.job_resources(config["device"], SCALE, stage, EXPERIMENTS[w.experiment]["kind"],
-                                               PROJECTION.get(f"{stage}/{w.experiment}/{w.unit}"), attempt)[what]
+    return lambda w, attempt: fr.job_resources(
+        config["device"],
+        SCALE,
+        stage,
+        EXPERIMENTS[w.experiment]["kind"],
+        PROJECTION.get(f"{stage}/{w.experiment}/{w.unit}"),
+        attempt,
+    )[what]
 
 
 THREADS = config.get("threads", 1)
@@ -232,9 +245,15 @@ def projection_tables(experiments):
             for block in KIND[e].datasets(UNITS[e][uid]):
                 usage[f"data/{fc.dataset_key(block)}"] = f"{RESULTS}/usage/data/{fc.dataset_key(block)}.json"
     figures = {e: [f"{p}/fig{n}" for (p, n), stores in FIGURE_STORES.items() if e in stores] for e in experiments}
-    return {"planned": {e: PLANNED_UNITS[e] for e in experiments}, "rehearsed": {e: UNITS[e] for e in experiments},
-            "kinds": {e: EXPERIMENTS[e]["kind"] for e in experiments}, "trained": [e for e in experiments if e in TRAINED],
-            "datasets": datasets, "figures": figures, "usage": usage}
+    return {
+        "planned": {e: PLANNED_UNITS[e] for e in experiments},
+        "rehearsed": {e: UNITS[e] for e in experiments},
+        "kinds": {e: EXPERIMENTS[e]["kind"] for e in experiments},
+        "trained": [e for e in experiments if e in TRAINED],
+        "datasets": datasets,
+        "figures": figures,
+        "usage": usage,
+    }
 
 
 def projection_figure(which):

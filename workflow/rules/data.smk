@@ -4,21 +4,21 @@
 
 
 rule synthetic_data:
+    input:
+        deps.job_code("make_data"),
     output:
         data=f"{RESULTS}/data/{{key}}.pt",
         usage=f"{RESULTS}/usage/data/{{key}}.json",
-    input:
-        deps.job_code("make_data"),
-    params:
-        spec=lambda w: SYNTHETIC_DATA[w.key],
-    wildcard_constraints:
-        key=one_of(SYNTHETIC_DATA),
     log:
         f"{RESULTS}/logs/data/{{key}}.log",
+    wildcard_constraints:
+        key=one_of(SYNTHETIC_DATA),
     cache: True
     resources:
         runtime=data_request("runtime", "light"),
         mem_mb=data_request("mem_mb", "light"),
+    params:
+        spec=lambda w: SYNTHETIC_DATA[w.key],
     script:
         "../scripts/make_data.py"
 
@@ -26,22 +26,22 @@ rule synthetic_data:
 # Real datasets (or their labelled offline stand-ins), preprocessed once: training never reads raw files.
 # A dataset that is absent stops here, naming the folder and both fixes, before anything is written.
 rule real_data:
+    input:
+        lambda w: data_code(REAL_DATA[w.key]),
     output:
         data=f"{RESULTS}/data/{{key}}.pt",
         usage=f"{RESULTS}/usage/data/{{key}}.json",
-    input:
-        lambda w: data_code(REAL_DATA[w.key]),
-    params:
-        spec=lambda w: REAL_DATA[w.key],
-        warmup=REHEARSE,
-    wildcard_constraints:
-        key=one_of(REAL_DATA),
     log:
         f"{RESULTS}/logs/data/{{key}}.log",
+    wildcard_constraints:
+        key=one_of(REAL_DATA),
     cache: True
     resources:
         runtime=data_request("runtime", "cpu"),
         mem_mb=data_request("mem_mb", "cpu"),
+    params:
+        spec=lambda w: REAL_DATA[w.key],
+        warmup=REHEARSE,
     script:
         "../scripts/prepare_data.py"
 

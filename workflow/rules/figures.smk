@@ -4,6 +4,10 @@
 
 
 rule figure:
+    input:
+        stores=lambda w: [store_path(e) for e in figure_stores(w.paper, w.n)],
+        stamps=lambda w: [spec_stamp(e) for e in figure_stores(w.paper, w.n)],
+        code=lambda w: figure_code(w.paper, w.n),
     output:
         # the report groups figures by paper (category) and figure (subcategory; zero-padded, as the report sorts
         # them as text)
@@ -14,25 +18,21 @@ rule figure:
             subcategory=lambda w: f"Fig {int(w.n):02d}",
             labels={"paper": "{paper}", "figure": "Fig {n}", "scale": TAG},
         ),
-    input:
-        stores=lambda w: [store_path(e) for e in figure_stores(w.paper, w.n)],
-        stamps=lambda w: [spec_stamp(e) for e in figure_stores(w.paper, w.n)],
-        code=lambda w: figure_code(w.paper, w.n),
-    params:
-        scale=TAG,
-        experiments=lambda w: figure_stores(w.paper, w.n),
-        specs=lambda w: {e: EXPERIMENTS[e] for e in figure_stores(w.paper, w.n)},
-    wildcard_constraints:
-        paper="alignment|collapse|tangent",
-        n=r"\d+",
     log:
         f"{RESULTS}/logs/figures/{{paper}}/fig{{n}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/figures/{{paper}}/fig{{n}}.tsv",
+        f"{RESULTS}/benchmarks/figures/{{paper}}/fig{{n}}.tsv"
+    wildcard_constraints:
+        paper="alignment|collapse|tangent",
+        n=r"\d+",
     localrule: True
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),
+    params:
+        scale=TAG,
+        experiments=lambda w: figure_stores(w.paper, w.n),
+        specs=lambda w: {e: EXPERIMENTS[e] for e in figure_stores(w.paper, w.n)},
     script:
         "../scripts/render.py"
 
@@ -40,11 +40,11 @@ rule figure:
 if not REHEARSE:  # a rehearsal's figure never stands where a real one is looked for
 
     rule alignment_shortcut:
-        output:
-            "figures/fig{n}.pdf",
         input:
             figure=f"{FIGURES}/alignment/fig{{n}}.pdf",
             stamp=SCALE_STAMP,
+        output:
+            "figures/fig{n}.pdf",
         wildcard_constraints:
             n=r"\d+",
         localrule: True
@@ -53,11 +53,11 @@ if not REHEARSE:  # a rehearsal's figure never stands where a real one is looked
 
     # figures/<paper>/figN.pdf (the targets DESIGN.md names): the configured scale's figure, copied from its own folder
     rule figure_shortcut:
-        output:
-            "figures/{paper}/fig{n}.pdf",
         input:
             figure=f"{FIGURES}/{{paper}}/fig{{n}}.pdf",
             stamp=SCALE_STAMP,
+        output:
+            "figures/{paper}/fig{n}.pdf",
         wildcard_constraints:
             paper="alignment|collapse|tangent",
             n=r"\d+",

@@ -4,24 +4,21 @@
 
 
 rule measure:
-    output:
-        store=f"{RESULTS}/metrics/{{experiment}}/{{unit}}.{{spec}}.nc",
-        usage=f"{RESULTS}/usage/measure/{{experiment}}/{{unit}}.{{spec}}.json",
     input:
         data=lambda w: [data_path(p) for p in KIND[w.experiment].datasets(current_unit(w))],
         run=lambda w: [run_path(w.experiment, w.unit)] if w.experiment in TRAINED else [],
         code=lambda w: measure_code(w.experiment, current_unit(w)),
         stamp=lambda w: spec_stamp(w.experiment),
-    params:
-        unit=current_unit,
-        scale=TAG,
-    wildcard_constraints:
-        experiment=one_of(EXPERIMENTS),
-        spec="[0-9a-f]{10}",
+    output:
+        store=f"{RESULTS}/metrics/{{experiment}}/{{unit}}.{{spec}}.nc",
+        usage=f"{RESULTS}/usage/measure/{{experiment}}/{{unit}}.{{spec}}.json",
     log:
         f"{RESULTS}/logs/measure/{{experiment}}/{{unit}}.{{spec}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/measure/{{experiment}}/{{unit}}.{{spec}}.tsv",
+        f"{RESULTS}/benchmarks/measure/{{experiment}}/{{unit}}.{{spec}}.tsv"
+    wildcard_constraints:
+        experiment=one_of(EXPERIMENTS),
+        spec="[0-9a-f]{10}",
     threads: THREADS
     resources:
         runtime=job_request("runtime", "measure"),
@@ -29,32 +26,35 @@ rule measure:
         gpu=job_request("gpu", "measure"),
         gpu_mem_mb=job_request("gpu_mem_mb", "measure"),
         cpus_per_task=THREADS,
+    params:
+        unit=current_unit,
+        scale=TAG,
     script:
         "../scripts/measure.py"
 
 
 # Light (seconds: reading the unit stores and concatenating them): on a cluster it runs where Snakemake runs.
 rule combine:
-    output:
-        f"{RESULTS}/metrics/{{experiment}}.{{spec}}.nc",
     input:
         parts=lambda w: [unit_store_path(w.experiment, u) for u in UNITS[w.experiment]],
         code=lambda w: deps.job_code("combine", kind_code(w.experiment, "combine")),
         stamp=lambda w: spec_stamp(w.experiment),
-    params:
-        experiment=current_experiment,
-        scale=TAG,
-        units=lambda w: UNITS[w.experiment],
-    wildcard_constraints:
-        experiment=one_of(EXPERIMENTS),
-        spec="[0-9a-f]{10}",
+    output:
+        f"{RESULTS}/metrics/{{experiment}}.{{spec}}.nc",
     log:
         f"{RESULTS}/logs/combine/{{experiment}}.{{spec}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/combine/{{experiment}}.{{spec}}.tsv",
+        f"{RESULTS}/benchmarks/combine/{{experiment}}.{{spec}}.tsv"
+    wildcard_constraints:
+        experiment=one_of(EXPERIMENTS),
+        spec="[0-9a-f]{10}",
     localrule: True
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),
+    params:
+        experiment=current_experiment,
+        scale=TAG,
+        units=lambda w: UNITS[w.experiment],
     script:
         "../scripts/combine.py"

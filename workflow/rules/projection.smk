@@ -7,22 +7,24 @@
 if REHEARSE:
 
     rule projection:
+        input:
+            usage=lambda w: sorted(
+                set(projection_tables(figure_experiments_of(projection_figure(w.which)))["usage"].values())
+            ),
+            code=deps.job_code("project"),
         output:
             csv=f"{RESULTS}/projection{{which}}.csv",
             md=f"{RESULTS}/projection{{which}}.md",
-        input:
-            usage=lambda w: sorted(set(projection_tables(figure_experiments_of(projection_figure(w.which)))["usage"].values())),
-            code=deps.job_code("project"),
-        params:
-            tables=lambda w: projection_tables(figure_experiments_of(projection_figure(w.which))),
-            title=lambda w: f"Paper-scale projection from the rehearsal ({projection_figure(w.which) or 'all figures'})",
-        wildcard_constraints:
-            which=r"|/(alignment|collapse|tangent)/fig\d+",
         log:
             f"{RESULTS}/logs/projection{{which}}.log",
+        wildcard_constraints:
+            which=r"|/(alignment|collapse|tangent)/fig\d+",
         localrule: True
         resources:
             runtime=request("runtime", "light"),
             mem_mb=request("mem_mb", "light"),
+        params:
+            tables=lambda w: projection_tables(figure_experiments_of(projection_figure(w.which))),
+            title=lambda w: f"Paper-scale projection from the rehearsal ({projection_figure(w.which) or 'all figures'})",
         script:
             "../scripts/project.py"

@@ -17,41 +17,41 @@ README_FIGURES = {paper: {n: FIGURE_STORES[paper, n] for n in FIGURE_NUMBERS[pap
 
 
 rule claims:
-    output:
-        f"{RESULTS}/claims/{{paper}}.json",
     input:
         stores=lambda w: [store_path(e) for e in CLAIM_STORES[w.paper]],
         stamps=lambda w: [spec_stamp(e) for e in CLAIM_STORES[w.paper]],
         code=deps.job_code("claims"),
-    params:
-        experiments=lambda w: CLAIM_STORES[w.paper],
-        specs=lambda w: {e: EXPERIMENTS[e] for e in CLAIM_STORES[w.paper]},
-        scale=TAG,
-    wildcard_constraints:
-        paper="|".join(PAPERS),
+    output:
+        f"{RESULTS}/claims/{{paper}}.json",
     log:
         f"{RESULTS}/logs/claims/{{paper}}.log",
     benchmark:
-        f"{RESULTS}/benchmarks/claims/{{paper}}.tsv",
+        f"{RESULTS}/benchmarks/claims/{{paper}}.tsv"
+    wildcard_constraints:
+        paper="|".join(PAPERS),
     localrule: True
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),
+    params:
+        experiments=lambda w: CLAIM_STORES[w.paper],
+        specs=lambda w: {e: EXPERIMENTS[e] for e in CLAIM_STORES[w.paper]},
+        scale=TAG,
     script:
         "../scripts/claims.py"
 
 
 rule claims_table:
-    output:
-        table=f"{RESULTS}/claims/table.md",
-        html=report(f"{RESULTS}/claims/claims.html", caption="../report/claims.rst", category="Claims"),
     input:
         claims=expand(f"{RESULTS}/claims/{{paper}}.json", paper=PAPERS),
         code=deps.job_code("claims_table"),
+    output:
+        table=f"{RESULTS}/claims/table.md",
+        html=report(f"{RESULTS}/claims/claims.html", caption="../report/claims.rst", category="Claims"),
     log:
         f"{RESULTS}/logs/claims/table.log",
     benchmark:
-        f"{RESULTS}/benchmarks/claims/table.tsv",
+        f"{RESULTS}/benchmarks/claims/table.tsv"
     localrule: True
     resources:
         runtime=request("runtime", "light"),
@@ -64,21 +64,21 @@ rule claims_table:
 # the stamp records what was written). Run on purpose (`snakemake readme_claims`, `--config scale=paper` for the
 # paper block), never by `all`.
 rule readme_claims:
-    output:
-        f"{RESULTS}/claims/readme.stamp",
     input:
         claims=expand(f"{RESULTS}/claims/{{paper}}.json", paper=PAPERS),
         code=deps.job_code("readme_claims"),
-    params:
-        readme="README.md",
-        figures=README_FIGURES,
+    output:
+        f"{RESULTS}/claims/readme.stamp",
     log:
         f"{RESULTS}/logs/claims/readme.log",
     benchmark:
-        f"{RESULTS}/benchmarks/claims/readme.tsv",
+        f"{RESULTS}/benchmarks/claims/readme.tsv"
     localrule: True
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),
+    params:
+        readme="README.md",
+        figures=README_FIGURES,
     script:
         "../scripts/readme_claims.py"

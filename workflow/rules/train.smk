@@ -3,21 +3,18 @@
 
 
 rule train:
-    output:
-        run=f"{RESULTS}/runs/{{experiment}}/{{unit}}.{{spec}}.pt",
-        usage=f"{RESULTS}/usage/train/{{experiment}}/{{unit}}.{{spec}}.json",
     input:
         data=lambda w: data_path(current_unit(w)["data"]),
         code=lambda w: train_code(current_unit(w)),
         stamp=lambda w: spec_stamp(w.experiment),
-    params:
-        spec=current_unit,
-        checkpoint=lambda w: run_path(w.experiment, w.unit, "ckpt"),
+    output:
+        run=f"{RESULTS}/runs/{{experiment}}/{{unit}}.{{spec}}.pt",
+        usage=f"{RESULTS}/usage/train/{{experiment}}/{{unit}}.{{spec}}.json",
+    log:
+        f"{RESULTS}/logs/train/{{experiment}}/{{unit}}.{{spec}}.log",
     wildcard_constraints:
         experiment=one_of(TRAINED),
         spec="[0-9a-f]{10}",
-    log:
-        f"{RESULTS}/logs/train/{{experiment}}/{{unit}}.{{spec}}.log",
     cache: True
     threads: THREADS
     resources:
@@ -26,5 +23,8 @@ rule train:
         gpu=job_request("gpu", "train"),
         gpu_mem_mb=job_request("gpu_mem_mb", "train"),
         cpus_per_task=THREADS,
+    params:
+        spec=current_unit,
+        checkpoint=lambda w: run_path(w.experiment, w.unit, "ckpt"),
     script:
         "../scripts/train.py"
