@@ -13,17 +13,12 @@ import copy
 import numpy as np
 import torch
 import xarray as xr
-from torch import nn
 
 from featlearn.metrics import nfa
 from featlearn.metrics.jacobians import output_gradients, zero_shifts
+from featlearn.metrics.layers import conv_weight_matrix
 from featlearn.models.vgg import POOL_AFTER, VGG11
 from featlearn.train import evaluate, training_tensors
-
-
-def conv_weight_matrix(conv: nn.Conv2d) -> torch.Tensor:
-    """W = conv.weight as (C_out, C_in·kh·kw), patch → channel, columns in F.unfold's order (channel slowest)."""
-    return conv.weight.detach().reshape(conv.out_channels, -1)
 
 
 def conv_feature_covariances(

@@ -22,7 +22,6 @@ import torch.nn.functional as F
 from torch import nn
 from torch.overrides import TorchFunctionMode
 
-from featlearn.metrics.conv_nfa import conv_weight_matrix
 from featlearn.metrics.jacobians import zero_shifts
 
 FUSED_QKV = ("c_attn", "qkv")
@@ -48,6 +47,12 @@ class Layer:
     def matrix(self, model: nn.Module) -> torch.Tensor:
         """W (k_{ℓ+1}, k_ℓ) of this layer in ``model`` (or in another model with the same module names), detached."""
         return self.weight(model.get_submodule(self.path)).detach()[self.rows]
+
+
+def conv_weight_matrix(conv: nn.Module) -> torch.Tensor:
+    """W = conv.weight as (C_out, C_in·kh·kw), patch → channel, columns in F.unfold's order (channel slowest): the
+    NFM's W of a conv layer, here and in the pipeline's conv family (``conv_nfa``)."""
+    return conv.weight.detach().reshape(conv.out_channels, -1)
 
 
 def _conv_matrix(conv: nn.Module) -> torch.Tensor:
