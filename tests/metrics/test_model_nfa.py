@@ -141,3 +141,14 @@ def test_the_dataset_saves_to_netcdf_with_its_per_layer_matrices(tmp_path):
     ds.to_netcdf(tmp_path / "nfa.nc")
     back = xarray.load_dataset(tmp_path / "nfa.nc")
     assert back["agop[0]"].shape == (18, 18) and back.uc_nfc.equals(ds.uc_nfc)
+
+
+@pytest.mark.parametrize("probes", [None, 2])
+def test_agop_creates_every_tensor_on_the_inputs_device(probes):
+    """On the meta device (which computes nothing), a tensor made on the CPU by mistake would fail to mix with the
+    inputs' or come back on the wrong device: the CPU's stand-in for a GPU run."""
+    conv = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 3))
+    attention = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 1)
+    for model, x in ((conv, torch.randn(5, 3, 8, 8)), (attention, torch.randn(3, 4, 8))):
+        found = agop(model.to("meta"), x.to("meta"), probes=probes)
+        assert found and {g.device.type for g in found.values()} == {"meta"}

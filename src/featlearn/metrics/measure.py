@@ -24,6 +24,7 @@ import xarray as xr
 from torch import nn
 
 from featlearn import usage
+from featlearn.metrics import nfa
 from featlearn.models import build_model
 from featlearn.store import TIME_ATTRS, epoch_axis, step_axis
 
@@ -39,14 +40,7 @@ DISPATCH = {
     "collapse": "featlearn.metrics.collapse_measure",
 }
 
-LONG_NAMES = {
-    "uc_nfc": "uncentered NFC ρ(WᵀW, WᵀKW)",
-    "c_nfc": "centered NFC ρ(W̄ᵀW̄, W̄ᵀKW̄)",
-    "dc_nfc": "double-centered NFC ρ(W̄ᵀW̄, W̄ᵀK̄W̄)",
-    "ptkc_nfc": "PTK-centered NFC ρ(W₀ᵀW₀, W₀ᵀK̄W₀)",
-    "ratio_c_uc": "R_C = ⟨W̄ᵀW̄, W̄ᵀKW̄⟩ / ⟨WᵀW, WᵀKW⟩",
-    "ratio_dc_c": "R_DC = ⟨W̄ᵀW̄, W̄ᵀK̄W̄⟩ / ⟨W̄ᵀW̄, W̄ᵀKW̄⟩",
-    "dw_rel": "relative weight change ‖W − W₀‖_F / ‖W‖_F",
+LONG_NAMES = nfa.LONG_NAMES | {
     "k_dispersion": "std(eig K) / mean(eig K)",
     "train_loss": "training MSE at the snapshot (full batch)",
     "test_loss": "test MSE at the snapshot",

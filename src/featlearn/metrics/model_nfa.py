@@ -26,11 +26,7 @@ from featlearn.metrics.jacobians import output_gradients
 from featlearn.metrics.layers import Layer, find_layers, output_shifts
 
 Outputs = Callable[[object], torch.Tensor]
-LONG_NAMES = {
-    "uc_nfc": "uncentered NFC ρ(WᵀW, WᵀKW)",
-    "c_nfc": "centered NFC ρ(W̄ᵀW̄, W̄ᵀKW̄), W̄ = W − W₀",
-    "ratio_c_uc": "R_C = ⟨W̄ᵀW̄, W̄ᵀKW̄⟩ / ⟨WᵀW, WᵀKW⟩",
-    "dw_rel": "relative weight change ‖W − W₀‖_F / ‖W‖_F",
+LONG_NAMES = nfa.LONG_NAMES | {
     "nfm": "NFM WᵀW",
     "agop": "AGOP WᵀKW with respect to the layer input",
 }

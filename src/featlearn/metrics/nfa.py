@@ -18,6 +18,16 @@ from featlearn.metrics.jacobians import layer_jacobians, output_gradients, zero_
 from featlearn.models.mlp import MLP
 
 CONVENTIONS = ("cosine", "pearson")
+# What each NFC quantity is, as stores and the library API (``model_nfa``) label it.
+LONG_NAMES = {
+    "uc_nfc": "uncentered NFC ρ(WᵀW, WᵀKW)",
+    "c_nfc": "centered NFC ρ(W̄ᵀW̄, W̄ᵀKW̄)",
+    "dc_nfc": "double-centered NFC ρ(W̄ᵀW̄, W̄ᵀK̄W̄)",
+    "ptkc_nfc": "PTK-centered NFC ρ(W₀ᵀW₀, W₀ᵀK̄W₀)",
+    "ratio_c_uc": "R_C = ⟨W̄ᵀW̄, W̄ᵀKW̄⟩ / ⟨WᵀW, WᵀKW⟩",
+    "ratio_dc_c": "R_DC = ⟨W̄ᵀW̄, W̄ᵀK̄W̄⟩ / ⟨W̄ᵀW̄, W̄ᵀKW̄⟩",
+    "dw_rel": "relative weight change ‖W − W₀‖_F / ‖W‖_F",
+}
 # Bytes of one block of points in ``mlp_feature_covariances``. Fixed, not sized from the free memory: the blocks set
 # the order of the float64 sums, and a store must not depend on the machine that computed it.
 BLOCK_BYTES = 1 << 30
