@@ -42,6 +42,9 @@ def test_a_rehearsed_run_takes_the_first_steps_measured_at_its_ends(paper):
     full = schedule({**unit, "train": {k: v for k, v in unit["train"].items() if k != "budget"}}, 50000)
     plan = schedule(unit, 50000)
     assert full["steps"] == 151 * 391 and plan["steps"] == rehearsal.STEPS and plan["measure"] == [0, rehearsal.STEPS]
+    (longer,) = rehearsal.cut_units({"u": unit}, "/nonexistent", steps=200).values()  # rehearse_steps: a longer window
+    assert schedule(longer, 50000)["measure"] == [0, 200]
+    assert rehearsal.cut(paper["real_mlp"], {}, steps=200)[rehearsal.TAG]["steps"] == 200
 
 
 def test_without_seed_pairs_a_paper_run_with_its_first_seed():

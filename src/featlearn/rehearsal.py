@@ -5,7 +5,8 @@ One rule cuts an experiment: every *repetition* goes down to the least that stil
 warm-up, every *shape* stays. Repetitions are
 
 * the sweep's seed axis: its first seed (seeds repeat whole jobs of the same shapes);
-* the optimizer steps: ``STEPS`` of them, measured at init and at the end (``train.budget``, read by the loop);
+* the optimizer steps: ``STEPS`` of them (``rehearse_steps`` sets more, for a longer timing window), measured at
+  init and at the end (``train.budget``, read by the loop);
 * a kind's own repetition counts, named in its ``KINDS`` entry (``repeats``: Deep RFM's layers, Monte-Carlo nets,
   path points): a count goes down to the number given there, a list to its first entries.
 
@@ -20,7 +21,7 @@ from __future__ import annotations
 import copy
 from pathlib import Path
 
-STEPS = 4  # optimizer steps of a rehearsed run: one warm-up step, three timed
+STEPS = 4  # optimizer steps of a rehearsed run by default: one warm-up step, three timed
 TAG = "rehearsal"
 # Counts of points that the size cap lowers, by block: training points, test points, measurement points.
 N_KEYS = {"data": ("n", "n_test", "n_train", "n_kernel"), "measure": ("n_measure",)}
@@ -31,7 +32,7 @@ def scale_tag(scale: str, rehearse: bool) -> str:
     return f"{scale}-{TAG}" if rehearse else scale
 
 
-def cut(exp: dict, repeats: dict[str, int], max_n: int | None = None) -> dict:
+def cut(exp: dict, repeats: dict[str, int], max_n: int | None = None, steps: int = STEPS) -> dict:
     """The rehearsal of one resolved experiment: repetitions cut, shapes kept (capped at ``max_n`` points)."""
     out = copy.deepcopy(exp)
     sweep = out.get("sweep", {})
@@ -52,7 +53,7 @@ def cut(exp: dict, repeats: dict[str, int], max_n: int | None = None) -> dict:
                 if isinstance(block.get(k), int) and block[k] > max_n:
                     capped[f"{name}.{k}"] = block[k]
                     block[k] = max_n
-    out[TAG] = {"steps": STEPS, "repeats": repeats, "max_n": max_n, "capped": capped}
+    out[TAG] = {"steps": steps, "repeats": repeats, "max_n": max_n, "capped": capped}
     return out
 
 
@@ -68,15 +69,15 @@ def present(dataset: str, data_dir: str | Path) -> bool:
     return real.present(dataset, data_dir)
 
 
-def cut_units(units: dict[str, dict], data_dir: str | Path) -> dict[str, dict]:
-    """The units of a cut experiment as a rehearsal runs them: every trained run stops after ``STEPS`` optimizer
+def cut_units(units: dict[str, dict], data_dir: str | Path, steps: int = STEPS) -> dict[str, dict]:
+    """The units of a cut experiment as a rehearsal runs them: every trained run stops after ``steps`` optimizer
     steps (``train.budget``), and every real dataset that ``data_dir`` lacks is replaced by its labelled stand-in at
     the real size (``source: standin``): the real files where they are, their sizes where they are not."""
     out = {}
     for uid, unit in units.items():
         unit = copy.deepcopy(unit)
         if "train" in unit:
-            unit["train"]["budget"] = {"steps": STEPS}
+            unit["train"]["budget"] = {"steps": steps}
         data = unit.get("data", {})
         dataset = data.get("dataset", unit.get("dataset"))
         if data.get("source") == "real" and dataset and not present(dataset, data_dir):

@@ -11,6 +11,7 @@ from featlearn.figures import figure_numbers
 
 SCALE = config["scale"]
 REHEARSE = config.get("rehearse", False)
+REHEARSE_STEPS = config.get("rehearse_steps", rehearsal.STEPS)
 # A build's label: the scale, or '<scale>-rehearsal'. Each keeps its own data, runs, stores, claims, logs, benchmarks
 # (results/<tag>/) and figures (figures/<tag>/), so the scales and a rehearsal coexist and never replace each other.
 TAG = rehearsal.scale_tag(SCALE, REHEARSE)
@@ -20,14 +21,14 @@ FIGURES = f"figures/{TAG}"
 # The configured scale's experiments, and what this build runs of them: the same, or their rehearsal.
 PLANNED = {name: fc.experiment(config, name) for name in config["experiments"]}
 EXPERIMENTS = {
-    name: rehearsal.cut(e, fx.KINDS[e["kind"]]["repeats"], config.get("rehearse_max_n")) if REHEARSE else e
+    name: rehearsal.cut(e, fx.KINDS[e["kind"]]["repeats"], config.get("rehearse_max_n"), REHEARSE_STEPS) if REHEARSE else e
     for name, e in PLANNED.items()
 }
 # Each experiment's units (its independent jobs: runs, datasets, or the whole experiment), from its kind's module.
 KIND = {name: fx.kind_of(e["kind"]) for name, e in EXPERIMENTS.items()}
 UNITS = {name: KIND[name].units(name, e) for name, e in EXPERIMENTS.items()}
 if REHEARSE:  # real datasets absent from data_dir are rehearsed on labelled stand-ins of their real size
-    UNITS = {name: rehearsal.cut_units(units, config["data_dir"]) for name, units in UNITS.items()}
+    UNITS = {name: rehearsal.cut_units(units, config["data_dir"], REHEARSE_STEPS) for name, units in UNITS.items()}
 PLANNED_UNITS = {name: KIND[name].units(name, e) for name, e in PLANNED.items()}
 
 
