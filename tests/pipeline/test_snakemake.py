@@ -233,35 +233,54 @@ def test_report_shows_every_figure_and_the_claims(built):
     assert f'literal\\">{store.relative_to(built)}</tt>' in html  # in the caption's HTML, escaped as a JS string
 
 
+# Both devices run the networks in float32 with TF32 off and do the NFC and NC algebra in float64, but CUDA's kernels
+# sum in other orders: gradients differ by a few float32 ulps. On an H200 (2026-11-26) the largest difference was
+# 1.4e-6 (the GPT's UC-NFC, over its T·V logits), all others ≤ 6e-7; the bound leaves a margin of 7.
+DEVICE_TOL = 1e-5
+# φ = (log NC1_in − log NC1_right) / (log NC1_in − log NC1_left) is derived from the store's own nc1 stages, which are
+# compared; early in training its denominator nearly cancels and multiplies their ulps (3.5e-5 seen on the H200).
+DERIVED = {"phi"}
+
+
 @pytest.mark.gpu
 def test_smoke_stores_agree_on_cpu_and_gpu(built):
     """Every per-run measurement and every Deep RFM dataset of the smoke build (computed on the CPU: `auto` asks
-    for no GPU at smoke scale) is recomputed on CUDA from the same run and data files; values agree to 1e-6."""
+    for no GPU at smoke scale) is recomputed on CUDA from the same run and data files; values agree to DEVICE_TOL.
+    Every difference is reported at once."""
     cfg = yaml.safe_load((built / "config.yaml").read_text()) | {"scale": "smoke"}
-    checked = 0
+    checked, stored, failures = set(), set(), []
     for name in cfg["experiments"]:
         exp = fc.experiment(cfg, name)
         if not fx.KINDS[exp["kind"]]["device"]:
             continue
+        folder = built / "results/smoke/metrics" / name
+        stored |= {f"{name}/{p.name.removesuffix('.nc')}" for p in folder.glob("*.nc")}
         kind = fx.kind_of(exp["kind"])
         for unit_id, unit in fx.units(cfg, name).items():
             data = [load_tensors(built / f"results/smoke/data/{fc.dataset_key(p)}.pt") for p in kind.datasets(unit)]
             stem = f"{name}/{unit_id}.{fc.spec_hash(unit)}"
             run = built / f"results/smoke/runs/{stem}.pt"
             gpu = kind.measure(unit, data, load_tensors(run) if run.exists() else None, torch.device("cuda"))
-            _assert_close(read_store(built / f"results/smoke/metrics/{stem}.nc"), gpu, stem)
-            checked += 1
-    assert checked > 50
+            failures += _differences(read_store(built / f"results/smoke/metrics/{stem}.nc"), gpu, stem)
+            checked.add(stem)
+    assert checked == stored and len(checked) >= 20, sorted(stored ^ checked)
+    assert not failures, "\n".join(failures)
 
 
-def _assert_close(cpu, gpu, what: str) -> None:
+def _differences(cpu, gpu, what: str) -> list[str]:
+    """Each numeric variable of ``cpu`` whose NaNs differ or whose values differ by more than DEVICE_TOL on ``gpu``."""
+    found = []
     for var in cpu.data_vars:
-        if var == "seconds" or not np.issubdtype(cpu[var].dtype, np.number):
+        if var == "seconds" or var in DERIVED or not np.issubdtype(cpu[var].dtype, np.number):
             continue
         a, b = cpu[var].values.astype(float), gpu[var].values.astype(float)
-        assert np.array_equal(np.isnan(a), np.isnan(b)), f"{what}: {var} is NaN in different places"
+        if not np.array_equal(np.isnan(a), np.isnan(b)):
+            found.append(f"{what}: {var} is NaN in different places")
+            continue
         err = (np.abs(a - b) / np.maximum(1.0, np.abs(a)))[~np.isnan(a)]  # NaN where both are (checked above)
-        assert err.max(initial=0.0) <= 1e-6, f"{what}: {var} differs by {err.max():.2e} on CUDA"
+        if err.max(initial=0.0) > DEVICE_TOL:
+            found.append(f"{what}: {var} differs by {err.max():.2e} on CUDA")
+    return found
 
 
 def test_no_figure_has_overlapping_text(built, tmp_path, monkeypatch):
