@@ -7,7 +7,7 @@ import torch
 import xarray
 from torch import nn
 
-from featlearn.metrics import nfa
+from featlearn.metrics import mlp_nfa, nfa
 from featlearn.metrics.attention_nfa import attention_feature_covariances, exact_attention_feature_covariances
 from featlearn.metrics.conv_nfa import conv_feature_covariances, conv_weight_matrix
 from featlearn.metrics.model_nfa import agop, measure_nfa
@@ -64,7 +64,7 @@ def test_mlp_measurement_equals_the_pipelines():
     init = init_mlp(MLP(6, [9, 8], out=3), [1.0, 1.0], g).double()
     model = _moved(init, 2, 0.3)
     x = torch.randn(13, 6, dtype=torch.float64, generator=g)
-    ks, _ = nfa.mlp_feature_covariances(model, x, chunk=5)
+    ks, _ = mlp_nfa.mlp_feature_covariances(model, x, chunk=5)
     ds = measure_nfa(model, x, init, batch_size=4)
     assert list(ds.layer.values) == ["layers.0", "layers.1", "layers.2"]  # the readout too
     for ell, (layer, layer0) in enumerate(zip(model.hidden, init.hidden)):

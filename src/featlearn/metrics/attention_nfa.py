@@ -4,22 +4,22 @@ In block b, q_t = W_q a_t with a_t = LN_1(x_t) the layer input (likewise k, v), 
 AGOP_q = W_qᵀ K_q W_q (``nfa.nfm``, ``nfa.agop`` on ``gpt.attention_weights``), with
 K_q = (1/B) Σ_sequences Σ_t Σ_outputs (∂f/∂q_t)(∂f/∂q_t)ᵀ ∈ R^{C×C}: 1/B over sequences as ``nfa`` has 1/n over
 samples. The outputs f of a sequence are its T×V next-token logits by default ([U], spec §1.12). Every gradient comes
-from zero shifts on the c_attn outputs (``GPT.forward(idx, qkv_shifts)``): one backward pass gives ∂/∂q_t, ∂/∂k_t and
-∂/∂v_t of every block, sequence and position.
+from zero shifts on the c_attn outputs (``model_nfa.covariances``'s hooks, as ``GPT.forward(idx, qkv_shifts)`` would
+add them): one backward pass gives ∂/∂q_t, ∂/∂k_t and ∂/∂v_t of every block, sequence and position.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+import functools
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 import xarray as xr
 
-from featlearn.metrics import nfa
-from featlearn.metrics.jacobians import output_gradients, zero_shifts
+from featlearn.metrics import model_nfa, nfa
+from featlearn.metrics.layers import module_names
 from featlearn.models.gpt import GPT, attention_weights
 from featlearn.train import evaluate, token_batch, training_tensors
 
@@ -46,53 +46,35 @@ def attention_feature_covariances(
     """
     if target not in TARGETS:
         raise ValueError(f"unknown attention NFA target {target!r}; allowed: {TARGETS}")
-    net = copy.deepcopy(model).eval().requires_grad_(False)
-    shifts = _zero_shifts(net, idx)
-    logits = net(idx, shifts)
     if target == "loss":
         if targets is None:
             raise ValueError('target="loss" needs targets, the next-token ids of shape (B, T)')
-        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="sum")
-        return _covariances([torch.autograd.grad(loss, shifts)], net, len(idx))
+        return _measured(model, idx, output=functools.partial(_sequence_losses, targets=targets))
     if probes < 1:
         raise ValueError(f"probes must be >= 1 (got {probes})")
-    passes = (
-        torch.autograd.grad((_probe(logits, generator) * logits).sum(), shifts, retain_graph=m < probes - 1)
-        for m in range(probes)
-    )
-    return _covariances(passes, net, probes * len(idx))
+    return _measured(model, idx, probes=probes, generator=generator)
 
 
 def exact_attention_feature_covariances(model: GPT, idx: torch.Tensor) -> Covariances:
     """The exact K of ``attention_feature_covariances`` (target logits): one backward pass per logit (t, v), batched
     over sequences. T·V passes: for tests on tiny models."""
+    return _measured(model, idx)  # the outputs of a sequence are its T·V logits, in (t, v) order
+
+
+def _sequence_losses(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """Σ_t cross-entropy(logits_t, targets_t) of every sequence, (B, 1): one output per sequence."""
+    return F.cross_entropy(logits.transpose(1, 2), targets, reduction="none").sum(1, keepdim=True)
+
+
+def _measured(model: GPT, idx: torch.Tensor, **options: object) -> Covariances:
+    """K of every block's q, k, v from the library's sum (``model_nfa.covariances``) on an eval-mode copy, by
+    (block, proj). All sequences make one batch: the probes are drawn per batch, over (B, T, V) as documented above,
+    and the loss target's ``targets`` are the whole batch's."""
     net = copy.deepcopy(model).eval().requires_grad_(False)
-    shifts = _zero_shifts(net, idx)
-    # the outputs of a sequence are its T·V logits, in (t, v) order
-    return _covariances(output_gradients(net(idx, shifts).flatten(1), shifts), net, len(idx))
-
-
-def _probe(logits: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
-    """u ~ N(0, I) shaped like ``logits`` (B, T, V), drawn on the CPU so a seed gives the same u on any device."""
-    return torch.randn(logits.shape, generator=generator, dtype=logits.dtype).to(logits.device)
-
-
-def _zero_shifts(net: GPT, idx: torch.Tensor) -> list[torch.Tensor]:
-    """One (B, T, 3C) zero tensor per block, in the model's dtype, to differentiate against."""
-    shape = (*idx.shape, 3 * net.config.n_embd)
-    return zero_shifts([shape] * len(net.blocks), net.lm_head.weight.dtype, idx.device)
-
-
-def _covariances(passes: Iterable[tuple[torch.Tensor, ...]], net: GPT, denominator: int) -> Covariances:
-    """Σ over passes, sequences and positions of g gᵀ for q, k, v of every block, divided by ``denominator``."""
-    C = net.config.n_embd
-    ks = {}
-    for grads in passes:
-        for b, g in enumerate(grads, start=1):
-            for i, proj in enumerate("qkv"):
-                flat = g[..., i * C : (i + 1) * C].reshape(-1, C).to(torch.float64)
-                ks[(b, proj)] = ks.get((b, proj), 0) + flat.T @ flat
-    return {key: k / denominator for key, k in ks.items()}
+    paths = module_names(net, [block.attn.c_attn for block in net.blocks])
+    keys = {f"{path}.{proj}": (b, proj) for b, path in enumerate(paths, start=1) for proj in "qkv"}
+    ks, _ = model_nfa.covariances(net, idx, keys, batch_size=len(idx), **options)
+    return {key: ks[name] for name, key in keys.items()}
 
 
 class Measurement:

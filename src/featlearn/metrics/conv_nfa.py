@@ -14,10 +14,9 @@ import numpy as np
 import torch
 import xarray as xr
 
-from featlearn.metrics import nfa
-from featlearn.metrics.jacobians import output_gradients, zero_shifts
-from featlearn.metrics.layers import conv_weight_matrix
-from featlearn.models.vgg import POOL_AFTER, VGG11
+from featlearn.metrics import model_nfa, nfa
+from featlearn.metrics.layers import conv_weight_matrix, module_names
+from featlearn.models.vgg import VGG11
 from featlearn.train import evaluate, training_tensors
 
 
@@ -28,35 +27,19 @@ def conv_feature_covariances(
 
     Computed on a copy of ``model`` in eval mode (dropout off). With ``drop_biases`` the copy's conv biases are zeroed
     before the forward pass: the authors' code (spec §1.11) measures K on a rebuilt network without conv biases
-    although training uses them; pass False for the K of the trained network itself. Per batch, one forward pass and
-    one backward pass per output j of Σ_images f_j with respect to zero shifts on every conv output gives ∂f_j/∂h_ℓ at
-    every image, position and layer (images do not interact without BatchNorm). ``model`` is left untouched.
+    although training uses them; pass False for the K of the trained network itself. The sum is the library's
+    (``model_nfa.covariances``): per batch, one forward pass and one backward pass per output j of Σ_images f_j with
+    respect to zero shifts on every conv output gives ∂f_j/∂h_ℓ at every image, position and layer (images do not
+    interact without BatchNorm). ``model`` is left untouched.
     """
     net = copy.deepcopy(model).eval().requires_grad_(False)
     if drop_biases:
         with torch.no_grad():
             for conv in net.conv_layers:
                 conv.bias.zero_()
-    ks = [torch.zeros(c.out_channels, c.out_channels, dtype=torch.float64, device=x.device) for c in net.conv_layers]
-    for batch in x.split(batch_size):
-        shifts = zero_shifts(_conv_output_shapes(net, batch), batch.dtype, batch.device)
-        for grads in output_gradients(net(batch, shifts), shifts):
-            for k, g in zip(ks, grads):
-                # (n, C, H, W) -> (C, n·H·W): one column per image and position.
-                flat = g.to(torch.float64).transpose(0, 1).reshape(g.shape[1], -1)
-                k += flat @ flat.T
-    return [k / len(x) for k in ks]
-
-
-def _conv_output_shapes(net: VGG11, batch: torch.Tensor) -> list[tuple[int, ...]]:
-    """Shape (n, C_out, H, W) of every conv output h_ℓ: padding 1 keeps H×W, each 2×2 max-pool halves it."""
-    n, _, height, width = batch.shape
-    shapes = []
-    for i, conv in enumerate(net.conv_layers):
-        shapes.append((n, conv.out_channels, height, width))
-        if i in POOL_AFTER:
-            height, width = height // 2, width // 2
-    return shapes
+    names = module_names(net, net.conv_layers)
+    ks, _ = model_nfa.covariances(net, x, names, batch_size=batch_size)
+    return [ks[name] for name in names]
 
 
 class Measurement:

@@ -13,7 +13,7 @@ Separate Linear q/k/v (Hugging Face's q_proj, k_proj, v_proj) are Linears and ne
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 
@@ -74,6 +74,13 @@ def _attention_layers(path: str, mha: nn.MultiheadAttention) -> Iterator[Layer]:
                     (lambda m, r=rows: m.in_proj_weight[r]))
     yield Layer(prefix + "out_proj", path, "attention", prefix + "out_proj", -1, slice(None),
                 lambda m: m.out_proj.weight)
+
+
+def module_names(model: nn.Module, modules: Iterable[nn.Module]) -> list[str]:
+    """The names of ``modules`` in ``model`` (``named_modules``'): how the pipeline's families, which hold their layers
+    as attributes (an MLP's hidden layers, VGG's convs), pick them out of ``find_layers``."""
+    names = {id(module): name for name, module in model.named_modules()}
+    return [names[id(module)] for module in modules]
 
 
 def find_layers(model: nn.Module, names: Collection[str] | None = None) -> list[Layer]:

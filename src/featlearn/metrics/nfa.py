@@ -3,18 +3,16 @@
 Shapes: W is k_{ℓ+1}×k_ℓ (one hidden weight matrix), J is (n, c, k_{ℓ+1}) from
 ``layer_jacobians``, K is k_{ℓ+1}×k_{ℓ+1}. K carries the 1/n of Eq. 3, so that Ḡ = WᵀKW is the
 AGOP with respect to the layer input; every ratio below uses one K convention top and bottom.
-All algebra runs in float64 (the correlations of tiny centered terms need it).
+All algebra runs in float64 (the correlations of tiny centered terms need it). The measurements' K sums over
+samples live in ``model_nfa.covariances``, which imports this module.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterator
-
 import numpy as np
 import torch
 
-from featlearn.metrics.jacobians import layer_jacobians, output_gradients, zero_shifts
+from featlearn.metrics.jacobians import layer_jacobians
 from featlearn.models.mlp import MLP
 
 CONVENTIONS = ("cosine", "pearson")
@@ -28,9 +26,6 @@ LONG_NAMES = {
     "ratio_dc_c": "R_DC = ⟨W̄ᵀW̄, W̄ᵀK̄W̄⟩ / ⟨W̄ᵀW̄, W̄ᵀKW̄⟩",
     "dw_rel": "relative weight change ‖W − W₀‖_F / ‖W‖_F",
 }
-# Bytes of one block of points in ``mlp_feature_covariances``. Fixed, not sized from the free memory: the blocks set
-# the order of the float64 sums, and a store must not depend on the machine that computed it.
-BLOCK_BYTES = 1 << 30
 
 
 def nfm(w: torch.Tensor) -> torch.Tensor:
@@ -42,65 +37,6 @@ def ptk_feature_covariance(jac: torch.Tensor) -> torch.Tensor:
     """K = (1/n) Σ_{α,j} J[α,j,:] J[α,j,:]ᵀ, (k_{ℓ+1}, k_{ℓ+1}) (Eq. 3)."""
     flat = jac.reshape(-1, jac.shape[-1]).to(torch.float64)
     return flat.T @ flat / jac.shape[0]
-
-
-def _block_gradients(model: MLP, x: torch.Tensor) -> Iterator[tuple[torch.Tensor, ...]]:
-    """For each output j in turn, J[:, j, :] of every hidden layer over the points x, (b, k_{ℓ+1}) each."""
-    shifts = zero_shifts([(len(x), layer.weight.shape[0]) for layer in model.hidden], x.dtype, x.device)
-    return output_gradients(model(x, shifts), shifts)
-
-
-def mlp_feature_covariances(
-    model: MLP, x: torch.Tensor, chunk: int, init: MLP | None = None
-) -> tuple[list[torch.Tensor], list[torch.Tensor] | None]:
-    """K_ℓ (Eq. 3, as ``ptk_feature_covariance``) of every hidden layer over the inputs x (n, d), float64, and with
-    ``init`` (the model at initialization) K̄_ℓ from J_t − J_0; None in its place without.
-
-    Summed over blocks of ``chunk`` points and one output at a time, K = (1/n) Σ_blocks Σ_j G_jᵀ G_j with
-    G_j = J[block, j, :], so no (n, c, k) Jacobian is ever held (the CIFAR-100 MLP's at n = 50,000: 26 GB).
-    J_0 is recomputed per block from ``init`` rather than cached: a cached J_0 would be that whole array again, and
-    the second forward pass and c backward passes it costs fall only on the small synthetic runs that ask for K̄.
-    """
-    widths = [layer.weight.shape[0] for layer in model.hidden]
-
-    def zeros() -> list[torch.Tensor]:
-        return [torch.zeros(k, k, dtype=torch.float64, device=x.device) for k in widths]
-
-    ks, k_bars = zeros(), None if init is None else zeros()
-    for xb in x.split(chunk):
-        then = itertools.repeat(None) if init is None else _block_gradients(init, xb)
-        for now, before in zip(_block_gradients(model, xb), then):
-            for ell, g in enumerate(now):
-                flat = g.to(torch.float64)
-                ks[ell].addmm_(flat.T, flat)
-                if before is not None:
-                    flat = (g - before[ell]).to(torch.float64)
-                    k_bars[ell].addmm_(flat.T, flat)
-    return [k.div_(len(x)) for k in ks], None if k_bars is None else [k.div_(len(x)) for k in k_bars]
-
-
-def mlp_covariance_plan(model: MLP, n: int, centered: bool, budget: int = BLOCK_BYTES) -> tuple[int, int]:
-    """(points per block, peak bytes) of ``mlp_feature_covariances`` on ``model`` over n points, K̄ if ``centered``.
-
-    Per point of a block, in the model's itemsize s: the graph kept for the c backward passes (the zero shifts, the
-    ReLU outputs and the outputs, 2Σk + c), the gradients of two outputs at every layer (the previous one is still
-    bound while the next is computed, 2Σk) and the backward's temporaries (2 max k); all of it twice when centered
-    (the init model's too); and two layers' gradients in float64 (16 max k). On top: K (and K̄), 8 Σk² bytes each,
-    and 64 MiB for BLAS workspaces and small tensors. With m = 1 + centered,
-
-        peak = 8 m Σk² + 2^26 + b (m s (4 Σk + c + 2 max k) + 16 max k),
-
-    b the most points ``budget`` holds. Measured peak RSS of the CIFAR-100 MLP on the CPU, 250 to 4,000 points per
-    block, centered or not: within 10% of the terms besides the 64 MiB. The paper's (n = 50,000, c = 100, five
-    layers of 256, float32): 39,732 points per block, 1.14 GB.
-    """
-    widths = [layer.weight.shape[0] for layer in model.hidden]
-    outputs = model.layers[-1].weight.shape[0]
-    itemsize = next(model.parameters()).element_size()
-    copies = 1 + centered
-    per_point = copies * itemsize * (4 * sum(widths) + outputs + 2 * max(widths)) + 16 * max(widths)
-    chunk = max(1, min(n, budget // per_point))
-    return chunk, copies * 8 * sum(k * k for k in widths) + (1 << 26) + chunk * per_point
 
 
 def agop(w: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
