@@ -18,16 +18,6 @@ from featlearn.models.vgg import VGG11, init_vgg
 TOL = 1e-6
 
 
-def _moved(model, seed, scale):
-    """A copy of ``model`` with every parameter moved by scale·N(0, 1): a 'trained' network and its init."""
-    trained = copy.deepcopy(model)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in trained.parameters():
-            p.add_(scale * torch.randn(p.shape, generator=g, dtype=p.dtype))
-    return trained
-
-
 def _assert_pipeline_agrees(ds, name, w, w0, k):
     """uc/c NFC (both conventions), R_C, ‖ΔW‖/‖W‖, NFM and AGOP of one layer as the pipeline computes them."""
     pairs = nfa.nfc_pairs(w.double(), w0.double(), k)
@@ -59,10 +49,10 @@ def test_agop_of_a_linear_network_is_the_end_to_end_map_exactly():
     torch.testing.assert_close(agop(net, tokens)["0"], 6 * (w2 @ w1).T @ (w2 @ w1), rtol=1e-12, atol=1e-12)
 
 
-def test_mlp_measurement_equals_the_pipelines():
+def test_mlp_measurement_equals_the_pipelines(moved):
     g = torch.Generator().manual_seed(1)
     init = init_mlp(MLP(6, [9, 8], out=3), [1.0, 1.0], g).double()
-    model = _moved(init, 2, 0.3)
+    model = moved(init, 2, 0.3)
     x = torch.randn(13, 6, dtype=torch.float64, generator=g)
     ks, _ = mlp_nfa.mlp_feature_covariances(model, x, chunk=5)
     ds = measure_nfa(model, x, init, batch_size=4)
@@ -71,10 +61,10 @@ def test_mlp_measurement_equals_the_pipelines():
         _assert_pipeline_agrees(ds, f"layers.{ell}", layer.weight.detach(), layer0.weight.detach(), ks[ell])
 
 
-def test_vgg_conv_measurement_equals_the_pipelines_in_patch_space():
+def test_vgg_conv_measurement_equals_the_pipelines_in_patch_space(moved):
     g = torch.Generator().manual_seed(3)
     init = init_vgg(VGG11(width_divisor=32, classes=3), g).double()
-    model = _moved(init, 4, 0.05)
+    model = moved(init, 4, 0.05)
     model.train()  # dropout: the API measures in eval mode as the pipeline does, then restores the mode
     x = torch.randn(4, 3, 32, 32, dtype=torch.float64, generator=g)
     ks = conv_feature_covariances(model, x, batch_size=3, drop_biases=False)
@@ -85,15 +75,15 @@ def test_vgg_conv_measurement_equals_the_pipelines_in_patch_space():
         _assert_pipeline_agrees(ds, name, conv_weight_matrix(conv), conv_weight_matrix(conv0), k)
 
 
-def _tiny_gpt():
+def _tiny_gpt(moved):
     config = GPTConfig(vocab_size=7, block_size=6, n_layer=2, n_head=2, n_embd=8)
     init = init_gpt(GPT(config), torch.Generator().manual_seed(5)).double()
-    model = _moved(init, 6, 0.2)
+    model = moved(init, 6, 0.2)
     return init, model, torch.randint(0, 7, (3, 5), generator=torch.Generator().manual_seed(7))
 
 
-def test_gpt_attention_measurement_equals_the_pipelines():
-    init, model, idx = _tiny_gpt()
+def test_gpt_attention_measurement_equals_the_pipelines(moved):
+    init, model, idx = _tiny_gpt(moved)
     ks = exact_attention_feature_covariances(model, idx)  # over all T·V logits of each sequence
     weights, weights0 = attention_weights(model), attention_weights(init)
     names = {(b, p): f"blocks.{b - 1}.attn.c_attn.{p}" for b, p in ks}
@@ -102,8 +92,8 @@ def test_gpt_attention_measurement_equals_the_pipelines():
         _assert_pipeline_agrees(ds, name, weights[key], weights0[key], ks[key])
 
 
-def test_gpt_random_probe_estimate_equals_the_pipelines():
-    _, model, idx = _tiny_gpt()
+def test_gpt_random_probe_estimate_equals_the_pipelines(moved):
+    _, model, idx = _tiny_gpt(moved)
     ks = attention_feature_covariances(model, idx, probes=3, generator=torch.Generator().manual_seed(8))
     got = agop(model, idx, ["blocks.1.attn.c_attn.v"], probes=3, generator=torch.Generator().manual_seed(8))
     expected = nfa.agop(attention_weights(model)[(2, "v")], ks[(2, "v")])
@@ -125,8 +115,8 @@ def test_a_layer_the_outputs_do_not_use_has_zero_agop():
 
 
 @pytest.mark.gpu
-def test_on_the_gpu_every_tensor_stays_on_the_inputs_device_and_agrees_with_the_cpu():
-    init, model, idx = _tiny_gpt()
+def test_on_the_gpu_every_tensor_stays_on_the_inputs_device_and_agrees_with_the_cpu(moved):
+    init, model, idx = _tiny_gpt(moved)
     cpu = measure_nfa(model, idx, init)
     cuda = measure_nfa(model.cuda(), idx.cuda(), init.cuda())
     assert all(k.device.type == "cuda" for k in agop(model, idx.cuda()).values())

@@ -23,16 +23,6 @@ def _relative(a, b):
     return float((a - b).norm() / b.norm())
 
 
-def _moved(model, seed, scale):
-    """A copy of ``model`` with every parameter moved by scale·N(0, 1): a 'trained' network against its init."""
-    trained = copy.deepcopy(model)
-    g = torch.Generator().manual_seed(seed)
-    with torch.no_grad():
-        for p in trained.parameters():
-            p.add_(scale * torch.randn(p.shape, generator=g, dtype=p.dtype))
-    return trained
-
-
 def _k(jac, n):
     """(1/n) Σ g gᵀ over every index of ``jac`` but its last (the features)."""
     return torch.einsum("...i,...j->ij", jac, jac) / n
@@ -50,17 +40,17 @@ def _mlp_jacobians(model, x):
     return _per_sample_jacobians(f, x, [torch.zeros(layer.out_features, dtype=x.dtype) for layer in model.hidden])
 
 
-def _mlp(widths, out, seed, bias=False):
+def _mlp(moved, widths, out, seed, bias=False):
     """A float64 MLP at init, a 'trained' copy of it, and 11 inputs."""
     g = torch.Generator().manual_seed(seed)
     init = init_mlp(MLP(7, widths, out=out, bias=bias), [1.0] * len(widths), g).double()
-    return init, _moved(init, seed + 1, 0.3), torch.randn(11, 7, dtype=torch.float64, generator=g)
+    return init, moved(init, seed + 1, 0.3), torch.randn(11, 7, dtype=torch.float64, generator=g)
 
 
 @pytest.mark.parametrize("chunk", [4, 11])
-def test_real_mlp_k_is_the_per_sample_jacobian_formula(chunk):
+def test_real_mlp_k_is_the_per_sample_jacobian_formula(chunk, moved):
     """A real_mlp-like network (five bias-free hidden layers, several outputs), in blocks with a short last one."""
-    _, model, x = _mlp([9, 8, 8, 6, 5], 4, 0)
+    _, model, x = _mlp(moved, [9, 8, 8, 6, 5], 4, 0)
     ks, k_bars = mlp_nfa.mlp_feature_covariances(model, x, chunk)
     assert k_bars is None
     for k, jac in zip(ks, _mlp_jacobians(model, x), strict=True):
@@ -68,9 +58,9 @@ def test_real_mlp_k_is_the_per_sample_jacobian_formula(chunk):
 
 
 @pytest.mark.parametrize("bias", [False, True])
-def test_synthetic_mlp_k_and_k_bar_are_the_per_sample_jacobian_formulas(bias):
+def test_synthetic_mlp_k_and_k_bar_are_the_per_sample_jacobian_formulas(bias, moved):
     """A synthetic-task network (one output) with its init: K̄ from J_t − J_0 at the same sample and output."""
-    init, model, x = _mlp([16, 12], 1, 3, bias)
+    init, model, x = _mlp(moved, [16, 12], 1, 3, bias)
     ks, k_bars = mlp_nfa.mlp_feature_covariances(model, x, 5, init)
     jacs, jacs0 = _mlp_jacobians(model, x), _mlp_jacobians(init, x)
     for k, k_bar, jac, jac0 in zip(ks, k_bars, jacs, jacs0, strict=True):
@@ -78,10 +68,10 @@ def test_synthetic_mlp_k_and_k_bar_are_the_per_sample_jacobian_formulas(bias):
         assert _relative(k_bar, _k(jac - jac0, len(x))) <= TOL
 
 
-def test_k_bar_from_probes_gives_the_model_and_its_init_the_same_probe():
+def test_k_bar_from_probes_gives_the_model_and_its_init_the_same_probe(moved):
     """K̄ estimated by probes: each batch draws u (b, c) per probe, in order, and both models are differentiated along
     it, so K̄ = (1/(nM)) Σ ((J_t − J_0)ᵀu)((J_t − J_0)ᵀu)ᵀ with those very draws."""
-    init, model, x = _mlp([16, 12], 3, 5)
+    init, model, x = _mlp(moved, [16, 12], 3, 5)
     names = ["layers.0", "layers.1"]
     batch, probes = 4, 3
     ks, k_bars = model_nfa.covariances(model, x, names, init=init, batch_size=batch, probes=probes,
@@ -130,9 +120,9 @@ def test_vgg_conv_k_is_the_per_sample_jacobian_formula(drop_biases):
         assert _relative(k, _k(jac.movedim(2, -1), len(x))) <= TOL
 
 
-def _gpt():
+def _gpt(moved):
     config = GPTConfig(vocab_size=7, block_size=6, n_layer=2, n_head=2, n_embd=8)
-    model = _moved(init_gpt(GPT(config), torch.Generator().manual_seed(13)).double(), 14, 0.2)
+    model = moved(init_gpt(GPT(config), torch.Generator().manual_seed(13)).double(), 14, 0.2)
     return model, torch.randint(0, 7, (3, 5), generator=torch.Generator().manual_seed(15))
 
 
@@ -156,8 +146,8 @@ def _gpt_jacobians(model, idx, f=None):
     return [jac.detach() for jac in vmap(jacrev(of, argnums=1), in_dims=(0, None, *[0] * len(rest)))(idx, zeros, *rest)]
 
 
-def test_gpt_exact_attention_k_is_the_per_sequence_jacobian_formula():
-    model, idx = _gpt()
+def test_gpt_exact_attention_k_is_the_per_sequence_jacobian_formula(moved):
+    model, idx = _gpt(moved)
     ks = attention_nfa.exact_attention_feature_covariances(model, idx)
     jacs = _gpt_jacobians(model, idx)
     assert sorted(ks) == sorted((b, p) for b in (1, 2) for p in "qkv")
@@ -165,9 +155,9 @@ def test_gpt_exact_attention_k_is_the_per_sequence_jacobian_formula():
         assert _relative(k, _k(_qkv(jacs, key, 8), len(idx))) <= TOL
 
 
-def test_gpt_probe_attention_k_uses_the_documented_draws():
+def test_gpt_probe_attention_k_uses_the_documented_draws(moved):
     """u ~ N(0, I) over (B, T, V) per probe, drawn in turn from the generator: K = (1/(MB)) Σ (Jᵀu)(Jᵀu)ᵀ."""
-    model, idx = _gpt()
+    model, idx = _gpt(moved)
     probes = 3
     ks = attention_nfa.attention_feature_covariances(model, idx, probes, torch.Generator().manual_seed(16))
     jacs = _gpt_jacobians(model, idx)
@@ -178,8 +168,8 @@ def test_gpt_probe_attention_k_uses_the_documented_draws():
         assert _relative(k, _k(along, probes * len(idx))) <= TOL
 
 
-def test_gpt_loss_target_k_is_the_per_sequence_loss_gradient_formula():
-    model, idx = _gpt()
+def test_gpt_loss_target_k_is_the_per_sequence_loss_gradient_formula(moved):
+    model, idx = _gpt(moved)
     targets = torch.roll(idx, -1, dims=1)
     ks = attention_nfa.attention_feature_covariances(model, idx, 1, torch.Generator(), "loss", targets)
 
@@ -191,7 +181,7 @@ def test_gpt_loss_target_k_is_the_per_sequence_loss_gradient_formula():
         assert _relative(k, _k(_qkv(jacs, key, 8), len(idx))) <= TOL
 
 
-def test_every_family_sums_k_through_the_library(monkeypatch):
+def test_every_family_sums_k_through_the_library(monkeypatch, moved):
     """One K sum: the MLP, conv and attention families each call ``model_nfa.covariances`` for all their layers."""
     calls = []
     covariances = model_nfa.covariances
@@ -201,11 +191,11 @@ def test_every_family_sums_k_through_the_library(monkeypatch):
         return covariances(model, x, layers, **options)
 
     monkeypatch.setattr(model_nfa, "covariances", spy)
-    _, mlp, x = _mlp([9, 8], 2, 17)
+    _, mlp, x = _mlp(moved, [9, 8], 2, 17)
     mlp_nfa.mlp_feature_covariances(mlp, x, 4)
     conv_nfa.conv_feature_covariances(init_vgg(VGG11(width_divisor=32, classes=3), torch.Generator()),
                                       torch.randn(2, 3, 32, 32))
-    model, idx = _gpt()
+    model, idx = _gpt(moved)
     attention_nfa.attention_feature_covariances(model, idx, 2, torch.Generator())
     assert calls == [["layers.0", "layers.1"], [f"conv_layers.{i}" for i in range(8)],
                      sorted(f"blocks.{b}.attn.c_attn.{p}" for b in (0, 1) for p in "qkv")]
