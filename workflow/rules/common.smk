@@ -21,7 +21,11 @@ FIGURES = f"figures/{TAG}"
 # The configured scale's experiments, and what this build runs of them: the same, or their rehearsal.
 PLANNED = {name: fc.experiment(config, name) for name in config["experiments"]}
 EXPERIMENTS = {
-    name: rehearsal.cut(e, fx.KINDS[e["kind"]]["repeats"], config.get("rehearse_max_n"), REHEARSE_STEPS) if REHEARSE else e
+    name: (
+        rehearsal.cut(e, fx.KINDS[e["kind"]]["repeats"], config.get("rehearse_max_n"), REHEARSE_STEPS)
+        if REHEARSE
+        else e
+    )
     for name, e in PLANNED.items()
 }
 # Each experiment's units (its independent jobs: runs, datasets, or the whole experiment), from its kind's module.
