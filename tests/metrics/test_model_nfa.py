@@ -10,7 +10,7 @@ from torch import nn
 from featlearn.metrics import mlp_nfa, nfa
 from featlearn.metrics.attention_nfa import attention_feature_covariances, exact_attention_feature_covariances
 from featlearn.metrics.conv_nfa import conv_feature_covariances, conv_weight_matrix
-from featlearn.metrics.model_nfa import agop, measure_nfa
+from featlearn.metrics.model_nfa import agop, covariances, measure_nfa
 from featlearn.models.gpt import GPT, GPTConfig, attention_weights, init_gpt
 from featlearn.models.mlp import MLP, init_mlp
 from featlearn.models.vgg import VGG11, init_vgg
@@ -142,3 +142,6 @@ def test_agop_creates_every_tensor_on_the_inputs_device(probes):
     for model, x in ((conv, torch.randn(5, 3, 8, 8)), (attention, torch.randn(3, 4, 8))):
         found = agop(model.to("meta"), x.to("meta"), probes=probes)
         assert found and {g.device.type for g in found.values()} == {"meta"}
+        # K and K̄ against an init network, the pipeline's path (``covariances``)
+        ks, k_bars = covariances(model, x.to("meta"), init=copy.deepcopy(model), probes=probes)
+        assert ks.keys() == k_bars.keys() and {k.device.type for k in (*ks.values(), *k_bars.values())} == {"meta"}
