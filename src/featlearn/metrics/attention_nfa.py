@@ -10,7 +10,6 @@ add them): one backward pass gives ∂/∂q_t, ∂/∂k_t and ∂/∂v_t of ever
 
 from __future__ import annotations
 
-import copy
 import functools
 
 import numpy as np
@@ -42,7 +41,7 @@ def attention_feature_covariances(
     and sequences do not interact, so u's other sequences add nothing in expectation. One forward pass, then one
     backward pass per probe. ``target="loss"``: the exact K of the one output Σ_t cross-entropy(logits_t,
     ``targets``_t) per sequence, the spec's alternative; ``probes`` and ``generator`` are unused.
-    Measured on an eval-mode copy (dropout off); ``model`` is left untouched.
+    Measured in eval mode (dropout off), the model's modes restored after; no parameter gradient is made.
     """
     if target not in TARGETS:
         raise ValueError(f"unknown attention NFA target {target!r}; allowed: {TARGETS}")
@@ -67,13 +66,12 @@ def _sequence_losses(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tenso
 
 
 def _measured(model: GPT, idx: torch.Tensor, **options: object) -> Covariances:
-    """K of every block's q, k, v from the library's sum (``model_nfa.covariances``) on an eval-mode copy, by
+    """K of every block's q, k, v from the library's sum (``model_nfa.covariances``, in eval mode), by
     (block, proj). All sequences make one batch: the probes are drawn per batch, over (B, T, V) as documented above,
     and the loss target's ``targets`` are the whole batch's."""
-    net = copy.deepcopy(model).eval().requires_grad_(False)
-    paths = module_names(net, [block.attn.c_attn for block in net.blocks])
+    paths = module_names(model, [block.attn.c_attn for block in model.blocks])
     keys = {f"{path}.{proj}": (b, proj) for b, path in enumerate(paths, start=1) for proj in "qkv"}
-    ks, _ = model_nfa.covariances(net, idx, keys, batch_size=len(idx), **options)
+    ks, _ = model_nfa.covariances(model, idx, keys, batch_size=len(idx), **options)
     return {key: ks[name] for name, key in keys.items()}
 
 
