@@ -1,10 +1,15 @@
 # featlearn: every figure of three feature-learning papers as a file target.
-# data -> train -> metrics -> figures -> claims/report; see README.md and ../shared/DESIGN.md.
+# data -> train -> metrics -> figures -> claims/report; see README.md.
+from featlearn import numerics
+
+numerics.pin()  # first: every job inherits the CPU settings that decide its bits (featlearn.numerics)
+
 from featlearn import config as fc
 from featlearn import experiments as fx
 from featlearn import validation
 from featlearn.gpus import gpu_count
 
+validation.check_own_code(workflow.basedir)
 validation.check_yaml("config.yaml", workflow.basedir)
 
 

@@ -2,9 +2,13 @@ import os
 import shutil
 from pathlib import Path
 
-import pytest
-import torch
-import yaml
+from featlearn import numerics
+
+numerics.pin()  # before torch loads: the tests compute with the bits a job does
+
+import pytest  # noqa: E402
+import torch  # noqa: E402
+import yaml  # noqa: E402
 
 torch.set_num_threads(1)
 os.environ["MPLBACKEND"] = "Agg"  # tests draw headless, as the render job does (featlearn sets no backend on import)

@@ -15,6 +15,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from featlearn import numerics
 from featlearn.gpus import claim_gpu
 from featlearn.integrity import DIGEST_KEY, tensors_digest
 from featlearn.memory import raise_if_disk_full
@@ -31,8 +32,10 @@ class JobRunning(RuntimeError):
 
 
 def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logger:
-    """Send this job's log to its rule's log file, pin torch to the job's threads and, for a job that asked
-    for a GPU (``resources: gpu``), pin it to a GPU no other job of this machine holds.
+    """Send this job's log to its rule's log file, check that the CPU numerics are pinned (``featlearn.numerics``),
+    pin torch to the job's threads and, for a job that asked for a GPU (``resources: gpu``), pin it to a GPU no other
+    job of this machine holds. ``threads`` is the spec's (part of the result's identity), not what Snakemake granted:
+    Snakemake lowers a job's threads to ``--cores``, which would change the bits without changing the file name.
 
     The log is appended to, so an earlier attempt's lines stay, and the job holds a lock beside it: a second copy of
     the job (Snakemake rerun while the first one, orphaned by a SIGKILL, still runs) stops at once instead of
@@ -44,6 +47,7 @@ def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logg
         handlers.append(logging.FileHandler(log_path, mode="a"))
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", handlers=handlers, force=True)
     logging.getLogger("featlearn").setLevel(logging.INFO)
+    numerics.check()
     os.environ["OMP_NUM_THREADS"] = str(max(1, threads))  # read when torch loads, here or later in the job
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(max(1, threads))

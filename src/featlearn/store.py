@@ -2,7 +2,8 @@
 
 Every store carries, as global attributes, the experiment's resolved config (JSON), the
 scale, where its data came from (real or stand-in), the git commit and dirty flag, the
-package versions, the creation time and the producing rule. A write goes to a temporary
+package versions, what decided its bits (pinned CPU settings, threads, CPU; ``numerics``),
+the creation time and the producing rule. A write goes to a temporary
 file first and is renamed into place, so a killed job never leaves a store that looks done;
 a digest of the values (attribute ``sha256``) lets every reader detect a corrupted store.
 
@@ -113,8 +114,8 @@ def package_versions() -> str:
     return " ".join(found)
 
 
-def provenance(config_json: str, scale: str, rule: str, data_source: str) -> dict[str, str | int]:
-    """The global attributes every store carries."""
+def provenance(config_json: str, scale: str, rule: str, data_source: str, numerics: str) -> dict[str, str | int]:
+    """The global attributes every store carries; ``numerics`` is what decided its bits (``featlearn.numerics``)."""
     commit, dirty = git_state()
     return {
         "experiment_config": config_json,
@@ -123,6 +124,7 @@ def provenance(config_json: str, scale: str, rule: str, data_source: str) -> dic
         "git_commit": commit,
         "git_dirty": int(dirty),
         "packages": package_versions(),
+        "numerics": numerics,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "rule": rule,
     }

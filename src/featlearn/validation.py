@@ -126,6 +126,22 @@ def check_output_dirs(*dirs: str | Path) -> None:
                               "fix its permissions or run from a writable checkout")
 
 
+def check_own_code(basedir: str | Path) -> None:
+    """Raise a ConfigError unless the importable ``featlearn`` is this checkout's ``src/featlearn``.
+
+    Snakemake runs the Snakefile of one checkout, but imports ``featlearn`` from wherever Python finds it: a virtual
+    environment installed (editable) from another checkout would stamp, run and record that checkout's code."""
+    import featlearn
+
+    here = (Path(basedir) / "src" / "featlearn").resolve()
+    found = Path(featlearn.__file__).resolve().parent
+    if found != here:
+        raise ConfigError(f"this build's Snakefile is in {Path(basedir).resolve()}, but Python imports featlearn from "
+                          f"{found}: its jobs would run and record that other checkout's code; install this checkout "
+                          f"into the environment (`pip install -e {Path(basedir).resolve()}`, or `make` there), or "
+                          f"run with PYTHONPATH={here.parent}")
+
+
 def check_device(device: str, computes_here: bool, gpus: Callable[[], int]) -> None:
     """Raise a ConfigError for ``device: cuda`` when the jobs would compute on this machine and it has no GPU.
 

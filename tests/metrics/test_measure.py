@@ -137,7 +137,7 @@ def test_two_identical_runs_give_bitwise_identical_stores_on_cpu(tmp_path):
         data = make_dataset(spec["data"])
         record = train(spec, data, tmp_path / f"{name}.pt", tmp_path / f"{name}.ckpt")
         path = tmp_path / f"{name}.nc"
-        write_store(measure_run(record, data, spec), path, provenance("{}", "smoke", "measure_run", "synthetic"))
+        write_store(measure_run(record, data, spec), path, provenance("{}", "smoke", "measure_run", "synthetic", "{}"))
         stores.append(path)
     a, b = (read_store(p) for p in stores)
     assert dataset_digest(a) == dataset_digest(b)

@@ -12,6 +12,9 @@ from featlearn.figures import figure_numbers
 SCALE = config["scale"]
 REHEARSE = config.get("rehearse", False)
 REHEARSE_STEPS = config.get("rehearse_steps", rehearsal.STEPS)
+# The threads every compute job runs with: part of each result's identity (featlearn.numerics), so every experiment
+# and unit spec carries it and another count is another file.
+THREADS = config.get("threads", 1)
 # A build's label: the scale, or '<scale>-rehearsal'. Each keeps its own data, runs, stores, claims, logs, benchmarks
 # (results/<tag>/) and figures (figures/<tag>/), so the scales and a rehearsal coexist and never replace each other.
 TAG = rehearsal.scale_tag(SCALE, REHEARSE)
@@ -26,14 +29,15 @@ EXPERIMENTS = {
         if REHEARSE
         else e
     )
+    | {"threads": THREADS}
     for name, e in PLANNED.items()
 }
 # Each experiment's units (its independent jobs: runs, datasets, or the whole experiment), from its kind's module.
 KIND = {name: fx.kind_of(e["kind"]) for name, e in EXPERIMENTS.items()}
-UNITS = {name: KIND[name].units(name, e) for name, e in EXPERIMENTS.items()}
+UNITS = {name: fx.with_threads(KIND[name].units(name, e), THREADS) for name, e in EXPERIMENTS.items()}
 if REHEARSE:  # real datasets absent from data_dir are rehearsed on labelled stand-ins of their real size
     UNITS = {name: rehearsal.cut_units(units, config["data_dir"], REHEARSE_STEPS) for name, units in UNITS.items()}
-PLANNED_UNITS = {name: KIND[name].units(name, e) for name, e in PLANNED.items()}
+PLANNED_UNITS = {name: fx.with_threads(KIND[name].units(name, e), THREADS) for name, e in PLANNED.items()}
 
 
 def needs_absent_data(units):
@@ -210,18 +214,29 @@ def data_request(what, weight):
 
 def job_request(what, stage):
     """A `resources` entry (runtime, mem_mb, gpu, gpu_mem_mb) of a `stage` job, from its projection where there is
-    one, else from its experiment's kind and `device`."""
-    return lambda w, attempt: fr.job_resources(
-        config["device"],
-        SCALE,
-        stage,
-        EXPERIMENTS[w.experiment]["kind"],
-        PROJECTION.get(f"{stage}/{w.experiment}/{w.unit}"),
-        attempt,
-    )[what]
+    one, else from its experiment's kind, `device` and, for GPU memory, its unit's analytic need; a GPU job no card
+    here holds stops the plan (GPU_CARDS)."""
+
+    def resources(w, attempt):
+        unit = UNITS[w.experiment][w.unit]
+        kind = EXPERIMENTS[w.experiment]["kind"]
+        row = PROJECTION.get(f"{stage}/{w.experiment}/{w.unit}")
+        out = fr.job_resources(
+            config["device"], SCALE, stage, kind, row, attempt, unit, KIND[w.experiment].datasets(unit)
+        )
+        fr.check_card(out["gpu_mem_mb"], GPU_CARDS, f"{stage} {w.experiment}/{w.unit}")
+        return out[what]
+
+    return resources
 
 
-THREADS = config.get("threads", 1)
+# The GPU memory jobs share: this machine's cards (nvidia-smi, once per call) or the gpu_mem_mb given in --resources
+# or a profile. Snakemake caps a job's request at the global resource silently, so a job larger than one card is
+# refused by job_request instead, and the global gpu_mem_mb (cards × the smallest card) keeps jobs on shared cards
+# from overcommitting them (featlearn.gpus.claim_gpu picks the card).
+GPU_CARDS = fr.gpu_cards(workflow.global_resources.get("gpu_mem_mb").value, workflow.local_exec)
+if GPU_CARDS.total_mb is not None:
+    workflow.register_resource("gpu_mem_mb", GPU_CARDS.total_mb)
 
 
 # What report.smk and projection.smk ask of the DAG (Snakemake's linter wants functions apart from rules).

@@ -1,13 +1,13 @@
 import time
 
-from featlearn import usage
+from featlearn import numerics, usage
 from featlearn.config import check_spec, spec_json
 from featlearn.experiments import kind_of
 from featlearn.jobs import job_device, load_tensors, start
 from featlearn.store import provenance, write_store
 
 gpus = snakemake.resources.get("gpu", 0)
-log = start(snakemake.log[0], snakemake.threads, gpus)
+log = start(snakemake.log[0], snakemake.params.unit["threads"], gpus)
 device = job_device(snakemake.config["device"], gpus)
 began = time.monotonic()
 unit = snakemake.params.unit
@@ -16,7 +16,8 @@ run = load_tensors(snakemake.input.run[0]) if snakemake.input.run else None
 if run is not None:  # the run must be the one this unit names, not one left over from another configuration
     check_spec(snakemake.input.run[0], run["spec"], unit)
 ds = kind_of(unit["kind"]).measure(unit, data, run, device)
-attrs = provenance(spec_json(unit), snakemake.params.scale, snakemake.rule, ds.attrs["data_source"])
+attrs = provenance(spec_json(unit), snakemake.params.scale, snakemake.rule, ds.attrs["data_source"],
+                   numerics.describe(unit["threads"]))
 write_store(ds, snakemake.output.store, attrs)
 log.info("%s: measured on %s in %.1f s", snakemake.output.store, device, time.monotonic() - began)
 usage.write(snakemake.output.usage, str(device), [snakemake.output.store],

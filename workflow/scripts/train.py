@@ -8,7 +8,7 @@ from featlearn.train import train, training_tensors
 DISPATCH = {"slo_adaptive": "featlearn.metrics.nfa"}
 
 gpus = snakemake.resources.get("gpu", 0)
-log = start(snakemake.log[0], snakemake.threads, gpus)
+log = start(snakemake.log[0], snakemake.params.spec["threads"], gpus)
 device = job_device(snakemake.config["device"], gpus)
 spec = snakemake.params.spec
 optimizer = spec["train"]["optimizer"]

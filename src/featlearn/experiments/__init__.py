@@ -47,10 +47,16 @@ def kind_of(name: str) -> ModuleType:
     return importlib.import_module(KINDS[name]["module"])
 
 
+def with_threads(units: dict[str, dict], threads: int) -> dict[str, dict]:
+    """The units, each carrying the thread count its jobs compute with: threads split sums differently and so change
+    a result's bits (``featlearn.numerics``), hence they are part of its spec, file name and cache key."""
+    return {uid: {**unit, "threads": threads} for uid, unit in units.items()}
+
+
 def units(config: dict, name: str) -> dict[str, dict]:
     """Every unit (independent job) of experiment ``name`` at the configured scale, keyed by its id."""
     exp = experiment(config, name)
-    return kind_of(exp["kind"]).units(name, exp)
+    return with_threads(kind_of(exp["kind"]).units(name, exp), config.get("threads", 1))
 
 
 def datasets(config: dict, name: str) -> dict[str, dict]:
