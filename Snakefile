@@ -54,7 +54,9 @@ rule tangent:
 
 
 # Once the plan is made and before any job runs (never in a dry run): `device: cuda` needs a GPU here unless a cluster
-# executor sends the jobs elsewhere; the disk must hold what a rehearsal projected this build to write.
+# executor sends the jobs elsewhere; the disk must hold what a rehearsal projected this build to write; one card must
+# hold each GPU job (a dry run finds an oversized job when it reaches it).
 onstart:
     validation.check_device(config["device"], workflow.local_exec, gpu_count)
     fr.check_disk(PROJECTION, RESULTS)
+    check_gpu_jobs(workflow.dag.needrun_jobs())

@@ -213,14 +213,18 @@ def to_markdown(table: list[Row], title: str) -> str:
 
 
 MARGIN = 1.5  # requests are the projection × this, × the attempt number on a retry
+# A GPU job's memory is its measured peak × this, on every attempt: the rehearsal ran the paper's shapes, whose peak
+# repeats, and a retry cannot use more than its card holds (Snakemake would cap the request at the card silently).
+GPU_MARGIN = 1.1
 
 
 def request(row: dict[str, str], attempt: int = 1) -> dict[str, int]:
     """``runtime`` (minutes) and ``mem_mb`` a paper job asks for, from its projection row: the projection × MARGIN
-    × ``attempt`` (Snakemake's retry counter), at least 5 minutes and 1 GB; a GPU job also ``gpu_mem_mb``."""
+    × ``attempt`` (Snakemake's retry counter), at least 5 minutes and 1 GB; a GPU job also ``gpu_mem_mb``, torch's
+    peak (MiB) in MB × GPU_MARGIN."""
     grow = MARGIN * attempt
     out = {"runtime": max(5, math.ceil(float(row["hours"]) * 60 * grow)),
            "mem_mb": max(1000, math.ceil(float(row["peak_mb"]) * grow))}
     if row.get("cuda_peak_mb"):
-        out["gpu_mem_mb"] = math.ceil(float(row["cuda_peak_mb"]) * grow)
+        out["gpu_mem_mb"] = math.ceil(float(row["cuda_peak_mb"]) * 1.048576 * GPU_MARGIN)
     return out

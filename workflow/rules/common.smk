@@ -218,16 +218,31 @@ def job_request(what, stage):
     here holds stops the plan (GPU_CARDS)."""
 
     def resources(w, attempt):
-        unit = UNITS[w.experiment][w.unit]
-        kind = EXPERIMENTS[w.experiment]["kind"]
-        row = PROJECTION.get(f"{stage}/{w.experiment}/{w.unit}")
-        out = fr.job_resources(
-            config["device"], SCALE, stage, kind, row, attempt, unit, KIND[w.experiment].datasets(unit)
-        )
-        fr.check_card(out["gpu_mem_mb"], GPU_CARDS, f"{stage} {w.experiment}/{w.unit}")
+        out = unit_resources(stage, w, attempt)
+        fr.check_cards({f"{stage} {w.experiment}/{w.unit}": out["gpu_mem_mb"]}, GPU_CARDS)
         return out[what]
 
     return resources
+
+
+def unit_resources(stage, w, attempt=1):
+    """Every `resources` entry of the `stage` job of unit `w.unit` (featlearn.resources.job_resources)."""
+    unit = UNITS[w.experiment][w.unit]
+    blocks = KIND[w.experiment].datasets(unit)
+    row = PROJECTION.get(f"{stage}/{w.experiment}/{w.unit}")
+    kind = EXPERIMENTS[w.experiment]["kind"]
+    return fr.job_resources(config["device"], SCALE, stage, kind, row, attempt, unit, blocks)
+
+
+def check_gpu_jobs(jobs):
+    """Refuse, before any job runs, every GPU job of the plan that one card cannot hold, all named at once: Snakemake
+    asks for a job's resources only when it is ready, maybe hours in (onstart calls this with the DAG's jobs)."""
+    needs = {}
+    for job in jobs:
+        if job.rule.name in ("train", "measure"):
+            w = job.wildcards
+            needs[f"{job.rule.name} {w.experiment}/{w.unit}"] = unit_resources(job.rule.name, w)["gpu_mem_mb"]
+    fr.check_cards(needs, GPU_CARDS)
 
 
 # The GPU memory jobs share: this machine's cards (nvidia-smi, once per call) or the gpu_mem_mb given in --resources
