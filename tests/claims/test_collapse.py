@@ -86,3 +86,15 @@ def test_nn_claims_pass_and_fail():
     assert _check("fig7.mlp_phi_majority", collapse_mlp=bad).status == FAILED
     assert _check("fig10.mlp_loss_falls", collapse_mlp=bad).status == FAILED
     assert _check("fig11.resnet_nfa", collapse_resnet=None).status == NOT_MEASURED
+
+
+def test_a_loss_fall_one_seed_clears_and_another_misses_is_fragile():
+    """Two seeds, one past the plateau (20×) and one still on it (5×): the seed mean's 8× is no settled failure."""
+    ds = nn_store(0.8, 0.74, 1e-3)
+    ds["train_loss"] = ds.train_loss.copy(data=np.array([[[1.0, 0.5, 0.05], [1.0, 0.5, 0.2]]]))
+    check = _check("fig10.mlp_loss_falls", collapse_mlp=ds)
+    assert check.status == FAILED and check.verdict == core.FRAGILE
+    assert check.margin.margin == pytest.approx(1 / 0.125 - 10) and check.margin.moved_by == pytest.approx(
+        np.std([20, 5], ddof=1))
+    settled = _check("fig10.mlp_loss_falls", collapse_mlp=nn_store(0.8, 0.74, 1e-3))
+    assert settled.verdict == PASSED and settled.margin.relative == pytest.approx(99)  # 1000× against 10×

@@ -15,6 +15,7 @@ from featlearn.claims.core import (
     BELOW_PAPER,
     CONSTRUCTION,
     FAILED,
+    FRAGILE,
     NOT_MEASURED,
     OPEN,
     PASSED,
@@ -34,7 +35,8 @@ SRC = Path(__file__).resolve().parents[2] / "src/featlearn/claims"
 
 def _above(ds: xr.Dataset) -> Outcome:
     v = core.values(ds.x, "x")
-    return Outcome(v.mean() > 0.5, core.mean_sd(v), float(v.mean()), {"mean": float(v.mean()), "low": float(v.min())})
+    return Outcome(core.mean_sd(v), (core.above("mean x", v.mean(), 0.5),), float(v.mean()),
+                   {"mean": float(v.mean()), "low": float(v.min())})
 
 
 CLAIM = Claim("figX.above", "X", "x is above one half.", "0.9", "mean x > 0.5", ("toy",), _above)
@@ -93,7 +95,7 @@ def test_json_round_trip_keeps_checks_counts_and_provenance():
     text = core.to_json("toy", "quick", checks, stores)
     header, back = core.from_json(text)
     assert back == checks
-    assert header["counts"] == {PASSED: 0, FAILED: 1, NOT_MEASURED: 0}
+    assert header["counts"] == {PASSED: 0, FRAGILE: 0, FAILED: 1, NOT_MEASURED: 0}
     assert header["stores"]["toy"]["scale"] == "quick"
     json.loads(text)  # strict JSON: no NaN
 

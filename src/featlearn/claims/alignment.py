@@ -21,6 +21,9 @@ from featlearn.claims.core import (
     NotMeasured,
     Outcome,
     StoreCheck,
+    above,
+    at_least,
+    at_most,
     convention,
     final,
     first,
@@ -51,11 +54,6 @@ def _early_index(da: xr.DataArray) -> int:
     return min(2, da.sizes["step"] - 1)
 
 
-def _monotone(v: np.ndarray, tol: float) -> bool:
-    """True if v never decreases by more than tol from one entry to the next."""
-    return bool(np.all(np.diff(v) >= -tol))
-
-
 # ---- Fig 1: chain monomial, F vs Ḡ vs the corrupted AGOP ----
 
 def _fig1_final(ds: xr.Dataset, var: str) -> xr.DataArray:
@@ -64,25 +62,26 @@ def _fig1_final(ds: xr.Dataset, var: str) -> xr.DataArray:
 
 def fig1_rho_nfm_agop(ds: xr.Dataset) -> Outcome:
     v = values(_fig1_final(ds, "uc_nfc"), "ρ(F, Ḡ)")
-    return Outcome(abs(v.mean() - 0.93) <= 0.1, mean_sd(v), float(v.mean()))
+    return Outcome(mean_sd(v), (at_most("|mean ρ(F, Ḡ) − 0.93|", abs(v.mean() - 0.93), 0.1),), float(v.mean()))
 
 
 def fig1_corrupted_lower(ds: xr.Dataset) -> Outcome:
     rho = values(_fig1_final(ds, "uc_nfc"), "ρ(F, Ḡ)").mean()
     corrupted = values(ds.rho_nfm_corrupted, "ρ(F, WᵀQW)")
-    return Outcome(corrupted.mean() <= rho - 0.1, f"{mean_sd(corrupted)} (vs ρ(F, Ḡ) {fmt(rho)})",
-                   float(corrupted.mean()))
+    return Outcome(f"{mean_sd(corrupted)} (vs ρ(F, Ḡ) {fmt(rho)})",
+                   (at_least("ρ(F, Ḡ) − mean ρ(F, WᵀQW)", rho - corrupted.mean(), 0.1),), float(corrupted.mean()))
 
 
 def fig1_k_dispersion(ds: xr.Dataset) -> Outcome:
     v = values(final(ds.k_dispersion.sel(layer=1)), "eig std/mean of K⁽⁰⁾")
-    return Outcome(abs(v.mean() / 5.9 - 1) <= 0.3, mean_sd(v), float(v.mean()))
+    return Outcome(mean_sd(v), (at_most("|mean / 5.9 − 1|", abs(v.mean() / 5.9 - 1), 0.3),), float(v.mean()))
 
 
 def fig1_egop_structure(ds: xr.Dataset) -> Outcome:
     f = values(final(ds.rho_nfm_egop), "ρ(F, EGOP)")
     g = values(final(ds.rho_agop_egop), "ρ(Ḡ, EGOP)")
-    return Outcome(min(f.mean(), g.mean()) >= 0.8, f"ρ(F, EGOP) {mean_sd(f)}, ρ(Ḡ, EGOP) {mean_sd(g)}",
+    return Outcome(f"ρ(F, EGOP) {mean_sd(f)}, ρ(Ḡ, EGOP) {mean_sd(g)}",
+                   (at_least("lower of mean ρ(F, EGOP), ρ(Ḡ, EGOP)", min(f.mean(), g.mean()), 0.8),),
                    float(min(f.mean(), g.mean())))
 
 
@@ -94,17 +93,18 @@ def c_above_uc(ds: xr.Dataset) -> Outcome:
     measured = (c.notnull() & uc.notnull()).values  # epochs past a shorter run's end are NaN padding
     if not measured.any():
         raise NotMeasured("C-NFC, UC-NFC: no finite value in the store")
-    above = c.values[measured] >= uc.values[measured]
-    share = float(above.mean())
-    return Outcome(share >= 0.9, f"C ≥ UC at {100 * share:.0f}% of {above.size} points", share,
-                   {"share": share, "points": above.size})
+    higher = c.values[measured] >= uc.values[measured]
+    share = float(higher.mean())
+    return Outcome(f"C ≥ UC at {100 * share:.0f}% of {higher.size} points", (at_least("share of points", share, 0.9),),
+                   share, {"share": share, "points": higher.size})
 
 
 def c_high_early(ds: xr.Dataset) -> Outcome:
     """Seed-mean C-NFC at the first measurement where it exists, averaged over layers (and datasets)."""
     c = seed_mean(convention(ds.c_nfc, PEARSON))
     v = values(first(c), "C-NFC at the first measurement")
-    return Outcome(v.mean() >= 0.8, f"mean {fmt(v.mean())}, min {fmt(v.min())}", float(v.mean()))
+    return Outcome(f"mean {fmt(v.mean())}, min {fmt(v.min())}", (at_least("mean C-NFC", v.mean(), 0.8),),
+                   float(v.mean()))
 
 
 def _gap(ds: xr.Dataset) -> xr.DataArray:
@@ -122,9 +122,10 @@ def gap_early_and_deep(depth: str) -> StoreCheck:
         over_time = gap.mean("step")
         shallow = values(over_time.isel({depth: 0}), "first-layer gap").mean()
         deepest = values(over_time.isel({depth: -1}), "deepest-layer gap").mean()
-        return Outcome(early > late and deepest > shallow,
-                       f"gap early {fmt(early)} vs late {fmt(late)}; "
+        return Outcome(f"gap early {fmt(early)} vs late {fmt(late)}; "
                        f"{depth} first {fmt(shallow)} vs last {fmt(deepest)}",
+                       (above("early − late gap", early - late, 0),
+                        above(f"last − first {depth}'s gap", deepest - shallow, 0)),
                        float(early - late))
 
     return check
@@ -135,14 +136,15 @@ def uc_rises_toward_c(ds: xr.Dataset) -> Outcome:
     gap = _gap(ds)
     shrinks = values(final(gap), "final gap") < values(first(gap), "initial gap")
     share = float(shrinks.mean())
-    return Outcome(share >= 0.5, f"gap shrinks in {int(shrinks.sum())} of {shrinks.size} (dataset, layer) curves",
-                   share)
+    return Outcome(f"gap shrinks in {int(shrinks.sum())} of {shrinks.size} (dataset, layer) curves",
+                   (at_least("share of curves", share, 0.5),), share)
 
 
 def weights_move(ds: xr.Dataset) -> Outcome:
     """Final seed-mean ‖W − W₀‖/‖W‖, smallest over layers (and datasets, blocks, projections)."""
     v = values(_final_seed_mean(ds.dw_rel), "‖ΔW‖/‖W‖")
-    return Outcome(v.min() >= 0.1, f"min {fmt(v.min())}, max {fmt(v.max())} over {v.size} layers", float(v.min()),
+    return Outcome(f"min {fmt(v.min())}, max {fmt(v.max())} over {v.size} layers",
+                   (at_least("smallest ‖ΔW‖/‖W‖", v.min(), 0.1),), float(v.min()),
                    {"min": float(v.min()), "max": float(v.max())})
 
 
@@ -152,16 +154,16 @@ def fig3_prediction_tracks(ds: xr.Dataset) -> Outcome:
     pred, obs = values(ds.rho_predicted, "ρ_pred"), values(ds.rho_observed, "ρ_2nd")
     per_seed = float(np.abs(pred - obs).max())
     on_mean = float(np.abs(pred.mean(axis=-1) - obs.mean(axis=-1)).max())
-    return Outcome(per_seed <= 0.05, f"max |pred − obs| {fmt(per_seed)} per seed, {fmt(on_mean)} on the mean",
-                   per_seed)
+    return Outcome(f"max |pred − obs| {fmt(per_seed)} per seed, {fmt(on_mean)} on the mean",
+                   (at_most("max |pred − obs|", per_seed, 0.05),), per_seed)
 
 
 def fig3_reversal(ds: xr.Dataset) -> Outcome:
     obs = ds.rho_observed.mean("data_seed", skipna=False).sortby("gamma")
     v = values(obs, "ρ_2nd seed mean")
     every = values(ds.rho_observed, "ρ_2nd")
-    return Outcome(v[0] <= 0.9 and v[-1] - v[0] >= 0.1,
-                   f"ρ_2nd {fmt(v[0])} at γ = {float(obs.gamma[0]):g}, {fmt(v[-1])} at γ = {float(obs.gamma[-1]):g}",
+    return Outcome(f"ρ_2nd {fmt(v[0])} at γ = {float(obs.gamma[0]):g}, {fmt(v[-1])} at γ = {float(obs.gamma[-1]):g}",
+                   (at_most("ρ_2nd at the smallest γ", v[0], 0.9), at_least("rise of ρ_2nd over γ", v[-1] - v[0], 0.1)),
                    float(v[0]), {"rho_min": float(every.min()), "rho_max": float(every.max())})
 
 
@@ -183,14 +185,16 @@ def _series(s0: np.ndarray, v: np.ndarray) -> str:
 def grows_as_s0_shrinks(var: str) -> StoreCheck:
     def check(ds: xr.Dataset) -> Outcome:
         s0, v = _by_s0(ds, var, "gd")
-        return Outcome(_monotone(v, 0.02) and v[-1] > v[0], _series(s0, v), float(v[-1] - v[0]))
+        drop = float(np.diff(v).min()) if v.size > 1 else 0.0
+        return Outcome(_series(s0, v), (at_least("smallest step as s₀ shrinks", drop, -0.02),
+                                        above("smallest s₀ − s₀ = 1", v[-1] - v[0], 0)), float(v[-1] - v[0]))
 
     return check
 
 
 def fig4_slo_rc_one(ds: xr.Dataset) -> Outcome:
     s0, v = _by_s0(ds, "ratio_c_uc", "slo")
-    return Outcome(v.min() >= 0.9, _series(s0, v), float(v.min()))
+    return Outcome(_series(s0, v), (at_least("smallest R_C", v.min(), 0.9),), float(v.min()))
 
 
 def fig4_slo_nfc_one(ds: xr.Dataset) -> Outcome:
@@ -204,34 +208,38 @@ def fig4_slo_nfc_one(ds: xr.Dataset) -> Outcome:
              "peak_low": float(peaks.min()), "peak_high": float(peaks.max()), "runs": int(ends.notnull().sum()),
              "settled": int(((peaks - ends) >= 0.01).sum()), "seed_lows": slash(ends.min("init_scale")),
              "gd_large": float(_by_s0(ds, "uc_nfc", "gd")[1][0])}
-    return Outcome(low >= 0.95, f"UC {fmt(uc.min())}–{fmt(uc.max())}, C {fmt(c.min())}–{fmt(c.max())} over s₀", low,
-                   facts)
+    return Outcome(f"UC {fmt(uc.min())}–{fmt(uc.max())}, C {fmt(c.min())}–{fmt(c.max())} over s₀",
+                   (at_least("lowest UC or C", low, 0.95),), low, facts)
 
 
 def fig4_slo_invariant(ds: xr.Dataset) -> Outcome:
     s0, uc = _by_s0(ds, "uc_nfc", "slo")
     spread = float(uc.max() - uc.min())
-    return Outcome(spread <= 0.1, f"UC {_series(s0, uc)}; spread {fmt(spread)}", spread)
+    return Outcome(f"UC {_series(s0, uc)}; spread {fmt(spread)}", (at_most("UC spread over s₀", spread, 0.1),),
+                   spread)
 
 
 def fig11_f_loses_faster(ds: xr.Dataset) -> Outcome:
     s0, f = _by_s0(ds, "rho_nfm_egop", "gd", None)
     _, g = _by_s0(ds, "rho_agop_egop", "gd", None)
     drop_f, drop_g = float(f[-1] - f[0]), float(g[-1] - g[0])
-    return Outcome(drop_f > drop_g and f[0] < g[0],
-                   f"ρ(F, EGOP) {_series(s0, f)}; ρ(Ḡ, EGOP) {slash(g)}", drop_f - drop_g)
+    return Outcome(f"ρ(F, EGOP) {_series(s0, f)}; ρ(Ḡ, EGOP) {slash(g)}",
+                   (above("F's drop − Ḡ's drop", drop_f - drop_g, 0), above("ρ(Ḡ) − ρ(F) at s₀ = 1", g[0] - f[0], 0)),
+                   drop_f - drop_g)
 
 
 def fig11_small_init_egop(ds: xr.Dataset) -> Outcome:
     _, f = _by_s0(ds, "rho_nfm_egop", "gd", None)
     _, g = _by_s0(ds, "rho_agop_egop", "gd", None)
     low = float(min(f[-1], g[-1]))
-    return Outcome(low >= 0.8, f"ρ(F, EGOP) {fmt(f[-1])}, ρ(Ḡ, EGOP) {fmt(g[-1])} at the smallest s₀", low)
+    return Outcome(f"ρ(F, EGOP) {fmt(f[-1])}, ρ(Ḡ, EGOP) {fmt(g[-1])} at the smallest s₀",
+                   (at_least("lower of the two", low, 0.8),), low)
 
 
 def fig11_slo_invariant(ds: xr.Dataset) -> Outcome:
     s0, f = _by_s0(ds, "rho_nfm_egop", "slo", None)
-    return Outcome(f.min() >= 0.7 and f.max() - f.min() <= 0.1, f"ρ(F, EGOP) {_series(s0, f)}", float(f.min()))
+    return Outcome(f"ρ(F, EGOP) {_series(s0, f)}", (at_least("lowest ρ(F, EGOP)", f.min(), 0.7),
+                                                     at_most("spread over s₀", f.max() - f.min(), 0.1)), float(f.min()))
 
 
 # ---- Figs 5, 6, 8–10: the init-scale sweep over three input spectra ----
@@ -240,16 +248,18 @@ def fig5_rdc_small_early(ds: xr.Dataset) -> Outcome:
     r = ds.ratio_dc_c.sel(spectrum="isotropic").sel(init_scale=ds.init_scale[ds.init_scale >= 0.1])
     early = seed_mean(r.isel(step=_early_index(r)))
     v = values(early, "R_DC early")
-    return Outcome(v.max() <= 0.1, f"R_DC at step {int(r.step[_early_index(r)])}: {fmt(v.min())}–{fmt(v.max())} "
-                                   "(s₀ ≥ 0.1, all layers)", float(v.max()))
+    return Outcome(f"R_DC at step {int(r.step[_early_index(r)])}: {fmt(v.min())}–{fmt(v.max())} "
+                          "(s₀ ≥ 0.1, all layers)", (at_most("largest early R_DC", v.max(), 0.1),), float(v.max()))
 
 
 def fig5_rdc_grows(ds: xr.Dataset) -> Outcome:
     r = seed_mean(ds.ratio_dc_c.sel(spectrum="isotropic"))
     early, late = values(r.isel(step=_early_index(r)), "R_DC early"), values(final(r), "R_DC final")
-    return Outcome(bool(np.all(late > early)) and late.min() >= 0.3,
-                   f"final R_DC {fmt(late.min())}–{fmt(late.max())}, above its early value in "
-                   f"{int((late > early).sum())} of {late.size} curves", float(late.min()))
+    return Outcome(f"final R_DC {fmt(late.min())}–{fmt(late.max())}, above its early value in "
+                   f"{int((late > early).sum())} of {late.size} curves",
+                   (above("least rise of R_DC", (late - early).min(), 0),
+                    at_least("lowest final R_DC", late.min(), 0.3)),
+                   float(late.min()))
 
 
 def fig6_ptkc_decreases(ds: xr.Dataset) -> Outcome:
@@ -260,8 +270,9 @@ def fig6_ptkc_decreases(ds: xr.Dataset) -> Outcome:
     start = values(p.isel(step=min(1, p.sizes["step"] - 1)), "PTK-centered NFC at step 1")
     end = values(final(p), "PTK-centered NFC final")
     share = float((end < start).mean())
-    return Outcome(share >= 0.75, f"falls in {int((end < start).sum())} of {end.size} curves "
-                                  f"({fmt(start.mean())} → {fmt(end.mean())} on average)", share)
+    return Outcome(f"falls in {int((end < start).sum())} of {end.size} curves "
+                   f"({fmt(start.mean())} → {fmt(end.mean())} on average)", (at_least("share of curves", share, 0.75),),
+                   share)
 
 
 def _spectrum(ds: xr.Dataset, spectrum: str) -> xr.Dataset:
@@ -275,8 +286,8 @@ def c_high_early_sweep(spectrum: str) -> StoreCheck:
     def check(ds: xr.Dataset) -> Outcome:
         c = seed_mean(convention(_spectrum(ds, spectrum).c_nfc, COSINE))
         v = values(c.isel(step=_early_index(c)), "early C-NFC")
-        return Outcome(v.min() >= 0.75, f"{fmt(v.min())}–{fmt(v.max())} at step {int(c.step[_early_index(c)])} "
-                                        "(every s₀, layer)", float(v.min()))
+        return Outcome(f"{fmt(v.min())}–{fmt(v.max())} at step {int(c.step[_early_index(c)])} (every s₀, layer)",
+                       (at_least("lowest early C-NFC", v.min(), 0.75),), float(v.min()))
 
     return check
 
@@ -291,9 +302,9 @@ def c_more_robust(spectrum: str) -> StoreCheck:
         uc_range = values(uc.max("init_scale") - uc.min("init_scale"), "UC range")
         facts = {f"{name}_range_{int(layer)}": float(r) for name, ranges in (("c", c_range), ("uc", uc_range))
                  for layer, r in zip(c.layer.values, ranges)}
-        return Outcome(bool(np.all(c_range < uc_range)),
-                       f"range over s₀: C {slash(c_range)}, UC {slash(uc_range)} "
-                       "(per layer)", float(c_range.max()), facts)
+        return Outcome(f"range over s₀: C {slash(c_range)}, UC {slash(uc_range)} "
+                       "(per layer)", (above("least UC range − C range", (uc_range - c_range).min(), 0),),
+                       float(c_range.max()), facts)
 
     return check
 
@@ -305,9 +316,9 @@ def uc_rises(spectrum: str) -> StoreCheck:
         rises = end > start
         flat = uc.isel(step=0).stack(curve=("init_scale", "layer")).curve.values[~rises.ravel()]
         exceptions = "; not at " + ", ".join(f"s₀ = {s:g} layer {int(layer)}" for s, layer in flat) if flat.size else ""
-        return Outcome(rises.mean() >= 0.75, f"rises in {int(rises.sum())} of {rises.size} (s₀, layer) curves, "
-                                             f"{fmt(start.mean())} → {fmt(end.mean())} on average{exceptions}",
-                       float(rises.mean()))
+        return Outcome(f"rises in {int(rises.sum())} of {rises.size} (s₀, layer) curves, "
+                       f"{fmt(start.mean())} → {fmt(end.mean())} on average{exceptions}",
+                       (at_least("share of curves", rises.mean(), 0.75),), float(rises.mean()))
 
     return check
 
@@ -325,8 +336,10 @@ def small_s0_better(spectrum: str) -> StoreCheck:
         if "train_loss" in run:
             train = _final_seed_mean(run.train_loss)
             facts.update(train_large=float(train.isel(init_scale=0)), train_small=float(train.isel(init_scale=-1)))
-        return Outcome(uc[-1] > uc[0] and loss[-1] < loss[0],
-                       f"UC {_series(s0, uc)}; test loss {slash(loss)}", float(loss[-1] - loss[0]), facts)
+        return Outcome(f"UC {_series(s0, uc)}; test loss {slash(loss)}",
+                       (above("UC gain at the smallest s₀", uc[-1] - uc[0], 0),
+                        above("test loss saved at the smallest s₀", loss[0] - loss[-1], 0)),
+                       float(loss[-1] - loss[0]), facts)
 
     return check
 
@@ -343,7 +356,8 @@ def fig7_dip(ds: xr.Dataset) -> Outcome:
     dips = [_has_dip(values(da.sel(activation=a, task=t, width=w).sortby("alpha"), name))
             for da, name in curves for a in ds.activation.values for t in ds.task.values for w in ds.width.values]
     share = float(np.mean(dips))
-    return Outcome(share >= 0.75, f"interior dip in {sum(dips)} of {len(dips)} curves", share)
+    return Outcome(f"interior dip in {sum(dips)} of {len(dips)} curves", (at_least("share of curves", share, 0.75),),
+                   share)
 
 
 def fig7_quadratic_width(ds: xr.Dataset) -> Outcome:
@@ -353,9 +367,8 @@ def fig7_quadratic_width(ds: xr.Dataset) -> Outcome:
     gap = np.abs(q.rho_predicted - q.rho_observed.mean("net", skipna=False)).mean("alpha")
     narrow = values(gap.sel(width=q.width.min()), "gap at the smallest width")
     wide = values(gap.sel(width=q.width.max()), "gap at the largest width")
-    return Outcome(bool(np.all(wide < narrow)), f"mean |pred − obs| k = {int(q.width.max())}: "
-                   f"{slash(wide)} vs k = {int(q.width.min())}: {slash(narrow)}",
-                   float(wide.max()))
+    return Outcome(f"mean |pred − obs| k = {int(q.width.max())}: {slash(wide)} vs k = {int(q.width.min())}: "
+                   f"{slash(narrow)}", (above("least narrow − wide gap", (narrow - wide).min(), 0),), float(wide.max()))
 
 
 def fig7_relu_qualitative(ds: xr.Dataset) -> Outcome:
@@ -363,7 +376,7 @@ def fig7_relu_qualitative(ds: xr.Dataset) -> Outcome:
         raise NotMeasured("no ReLU activation in this store")
     r = ds.sel(activation="relu")
     gap = float(values(np.abs(r.rho_predicted - r.rho_observed.mean("net", skipna=False)), "ReLU gap").max())
-    return Outcome(gap <= 0.2, f"max |pred − obs| {fmt(gap)}", gap)
+    return Outcome(f"max |pred − obs| {fmt(gap)}", (at_most("max |pred − obs|", gap, 0.2),), gap)
 
 
 # ---- Fig 12: adaptive SLO in a 3-hidden-layer net ----
@@ -382,8 +395,9 @@ def _fig12_facts(ds: xr.Dataset) -> dict[str, float | str]:
 def fig12_equalizes_above_gd(ds: xr.Dataset) -> Outcome:
     uc = _final_seed_mean(convention(ds.uc_nfc, COSINE))
     slo, gd = values(uc.sel(optimizer="slo_adaptive"), "SLO UC-NFC"), values(uc.sel(optimizer="gd"), "GD UC-NFC")
-    return Outcome(slo.min() > gd.max(), f"SLO {slash(slo)}, GD {slash(gd)} "
-                                         "(per layer)", float(slo.min() - gd.max()), _fig12_facts(ds))
+    return Outcome(f"SLO {slash(slo)}, GD {slash(gd)} (per layer)",
+                   (above("SLO's lowest − GD's best layer", slo.min() - gd.max(), 0),), float(slo.min() - gd.max()),
+                   _fig12_facts(ds))
 
 
 def fig12_test_lower(ds: xr.Dataset) -> Outcome:
@@ -393,31 +407,34 @@ def fig12_test_lower(ds: xr.Dataset) -> Outcome:
     per_seed = final(ds.test_loss)
     facts = {**_fig12_facts(ds), "slo_seeds": slash(per_seed.sel(optimizer="slo_adaptive")),
              "gd_seeds": slash(per_seed.sel(optimizer="gd"))}
-    return Outcome(slo < gd, f"SLO {fmt(slo)} vs GD {fmt(gd)}", slo - gd, facts)
+    return Outcome(f"SLO {fmt(slo)} vs GD {fmt(gd)}", (above("GD − SLO test loss", gd - slo, 0),), slo - gd, facts)
 
 
 # ---- Fig 16: CelebA glasses; Fig 17: SVHN SLO ----
 
 def fig16_diag_high(ds: xr.Dataset) -> Outcome:
     v = values(convention(ds.rho_diag_agop, PEARSON), "ρ(diag F, diag Ḡ)")
-    return Outcome(v.mean() >= 0.75, mean_sd(v), float(v.mean()))
+    return Outcome(mean_sd(v), (at_least("mean ρ(diag F, diag Ḡ)", v.mean(), 0.75),), float(v.mean()))
 
 
 def fig16_corrupted_near_zero(ds: xr.Dataset) -> Outcome:
     good = values(convention(ds.rho_diag_agop, PEARSON), "ρ(diag F, diag Ḡ)").mean()
     bad = values(convention(ds.rho_diag_corrupted, PEARSON), "ρ(diag F, diag WᵀQW)")
-    return Outcome(abs(bad.mean()) <= 0.2 and good - bad.mean() >= 0.5, f"{mean_sd(bad)} (vs {fmt(good)})",
+    return Outcome(f"{mean_sd(bad)} (vs {fmt(good)})",
+                   (at_most("|mean ρ(diag F, diag WᵀQW)|", abs(bad.mean()), 0.2),
+                    at_least("ρ(diag F, diag Ḡ) − mean ρ(diag F, diag WᵀQW)", good - bad.mean(), 0.5)),
                    float(bad.mean()), {"corrupted": float(bad.mean()), "good": float(good)})
 
 
 def fig17_slo_raises(ds: xr.Dataset) -> Outcome:
-    parts, raised = [], []
+    parts, raised, terms = [], [], []
     for var, name in (("uc_nfc", "UC"), ("c_nfc", "C"), ("ratio_c_uc", "R_C")):
         da = _final_seed_mean(convention(ds[var], COSINE).sel(layer=1))
         slo, gd = scalar(da.sel(optimizer="slo"), f"SLO {name}"), scalar(da.sel(optimizer="gd"), f"GD {name}")
         raised.append(slo > gd)
+        terms.append(above(f"SLO − GD {name}", slo - gd, 0))
         parts.append(f"{name} {fmt(gd)} → {fmt(slo)}")
-    return Outcome(all(raised), "; ".join(parts) + " (GD → SLO, layer 1)", float(sum(raised)))
+    return Outcome("; ".join(parts) + " (GD → SLO, layer 1)", tuple(terms), float(sum(raised)))
 
 
 SPECTRUM_FIGURES = {"8": "isotropic", "9": "1/(1+k)", "10": "1/(1+k^2)"}

@@ -19,6 +19,18 @@ quick-scale or one-seed diagnosis does not excuse a failure with the paper's thr
 explained there carries an "open" one saying so. Stores of the paper-scale rehearsal (``scale`` "paper-rehearsal": a
 few optimizer steps, the first seed, two snapshots at the paper's shapes) fail for that reason, whatever the claim's
 diagnosis says.
+
+Margins. A check states its criterion as ``Term``s, each a measured number against its threshold (``at_least``,
+``above``, ``at_most``, ``below``), and passes when every term holds, so a verdict is never a bare boolean. Each
+term's margin is signed, in the check's own units (positive on the passing side), and relative to the threshold
+where that is not 0. What moves a term is measured the same way for every claim: where two or more seeds ran, the
+check is run again on each seed alone and the sample sd (ddof = 1) of that term's per-seed values is what seeds move
+it by; where one seed ran (or the stores have no seed axis), only a rounding floor, ``ROUNDING`` (relative to the
+larger of the value and the threshold), which is what float32 arithmetic on another machine can move it by. The
+term that decides the verdict is the passing term closest to flipping (a pass) or the failing term furthest from
+it (a failure: every failing term must flip before it passes). Where that term's margin is no larger than what
+moves it, the verdict is "fragile": the check's direction is kept in ``status``, but it is shown as neither passed
+nor failed. One seed's spread is not measured, so a one-seed verdict is marked fragile only within rounding.
 """
 
 from __future__ import annotations
@@ -35,7 +47,9 @@ import xarray as xr
 
 log = logging.getLogger(__name__)
 
-PASSED, FAILED, NOT_MEASURED = "passed", "failed", "not measured"
+PASSED, FAILED, NOT_MEASURED, FRAGILE = "passed", "failed", "not measured", "fragile"
+VERDICTS = (PASSED, FRAGILE, FAILED, NOT_MEASURED)  # the states a reader sees, in the order counts list them
+ROUNDING = 1e-6  # what rounding moves a value by, relative to max(|value|, |threshold|): float32's eps 1.2e-7, and room
 QUICK_SCALE, STAND_IN, CONSTRUCTION, OPEN = "quick scale", "stand-in data", "paper's construction", "open"
 REHEARSAL = "rehearsal"
 CAUSES = (QUICK_SCALE, STAND_IN, CONSTRUCTION, OPEN, REHEARSAL)
@@ -51,15 +65,73 @@ class Diverged(Exception):
     """Some values the claim needs are NaN: a run diverged, so the claim fails with this reason."""
 
 
+SENSES = (">=", ">", "<=", "<")
+
+
+@dataclass(frozen=True)
+class Term:
+    """One comparison of a criterion: ``value`` against ``threshold`` (``sense`` one of SENSES), so that the margin to
+    the threshold is known, not just the verdict."""
+
+    what: str
+    value: float
+    sense: str
+    threshold: float
+
+    def __post_init__(self) -> None:
+        if self.sense not in SENSES:
+            raise TypeError(f"Term.sense must be one of {SENSES} (got {self.sense!r})")
+
+    @property
+    def margin(self) -> float:
+        """Signed distance to the threshold in the value's units: ≥ 0 on the passing side."""
+        return self.value - self.threshold if self.sense in (">=", ">") else self.threshold - self.value
+
+    @property
+    def holds(self) -> bool:
+        return self.margin > 0 or (self.margin == 0 and self.sense in (">=", "<="))
+
+
+def at_least(what: str, value: float, threshold: float) -> Term:
+    return Term(what, float(value), ">=", float(threshold))
+
+
+def above(what: str, value: float, threshold: float) -> Term:
+    return Term(what, float(value), ">", float(threshold))
+
+
+def at_most(what: str, value: float, threshold: float) -> Term:
+    return Term(what, float(value), "<=", float(threshold))
+
+
+def below(what: str, value: float, threshold: float) -> Term:
+    return Term(what, float(value), "<", float(threshold))
+
+
+def named(prefix: str, terms: Sequence[Term]) -> tuple[Term, ...]:
+    """The terms of a sub-check under ``prefix`` ("cos: …"), when one check combines two."""
+    return tuple(Term(f"{prefix}: {t.what}", t.value, t.sense, t.threshold) for t in terms)
+
+
 @dataclass(frozen=True)
 class Outcome:
-    """What a check measured: the verdict, a short text of the numbers, the headline number, and ``facts``: named
-    numbers (or per-seed texts) that a diagnosis's condition and text read."""
+    """What a check measured: a short text of the numbers, the criterion's ``terms`` (it passes when all hold), the
+    headline number, and ``facts``: named numbers (or per-seed texts) that a diagnosis's condition and text read."""
 
-    passed: bool
     measured: str
+    terms: tuple[Term, ...]
     value: float | None = None
     facts: Mapping[str, float | str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        terms = tuple(self.terms) if isinstance(self.terms, Sequence) and not isinstance(self.terms, str) else ()
+        if not terms or not all(isinstance(t, Term) for t in terms):
+            raise TypeError(f"an Outcome states its criterion as Terms, at least one (got {self.terms!r})")
+        object.__setattr__(self, "terms", terms)
+
+    @property
+    def passed(self) -> bool:
+        return all(t.holds for t in self.terms)
 
 
 StoreCheck = Callable[..., Outcome]  # called with the claim's stores, in order
@@ -177,8 +249,31 @@ class Claim:
 
 
 @dataclass(frozen=True)
+class Margin:
+    """How far a verdict is from flipping: the deciding term, its signed ``margin`` (and ``relative`` to the threshold;
+    None where the threshold is 0), what moves it (``moved_by``: the seeds' sd, or the rounding floor) and how many
+    ``seeds`` that was measured over (1: no spread over seeds was measured, rounding only)."""
+
+    what: str
+    margin: float
+    relative: float | None
+    moved_by: float
+    seeds: int
+
+    @property
+    def fragile(self) -> bool:
+        return abs(self.margin) <= self.moved_by
+
+    @property
+    def source(self) -> str:
+        return "seeds" if self.seeds > 1 else "rounding"
+
+
+@dataclass(frozen=True)
 class Check:
-    """The result of one claim on one set of stores: what the JSON, the table and the report show."""
+    """The result of one claim on one set of stores: what the JSON, the table and the report show. ``status`` is the
+    direction the check points (passed, failed, not measured); ``verdict`` is what a reader should take from it, fragile
+    where the margin is within what seeds or rounding move it by."""
 
     id: str
     paper: str
@@ -192,6 +287,11 @@ class Check:
     value: float | None
     note: str
     diagnosis: Finding | None = None
+    margin: Margin | None = None
+
+    @property
+    def verdict(self) -> str:
+        return FRAGILE if self.margin is not None and self.margin.fragile else self.status
 
 
 def values(da: xr.DataArray, what: str) -> np.ndarray:
@@ -271,8 +371,8 @@ def mean_sd(v: np.ndarray) -> str:
     return fmt(float(v.mean())) if v.size == 1 else f"{fmt(float(v.mean()))} ± {fmt(float(v.std(ddof=1)))}"
 
 
-def _seeds_run(ds: xr.Dataset) -> int | None:
-    """How many entries of the ``seed`` axis hold a finite value in some variable (None: no seed axis)."""
+def _seeds_ran(ds: xr.Dataset) -> np.ndarray | None:
+    """Which entries of the ``seed`` axis hold a finite value in some variable (None: no seed axis)."""
     if "seed" not in ds.dims:
         return None
     ran = np.zeros(ds.sizes["seed"], dtype=bool)
@@ -280,7 +380,13 @@ def _seeds_run(ds: xr.Dataset) -> int | None:
         if "seed" in da.dims and np.issubdtype(da.dtype, np.number):
             v = np.moveaxis(np.asarray(da, dtype=float), da.dims.index("seed"), 0)
             ran |= np.isfinite(v.reshape(v.shape[0], -1)).any(axis=1)
-    return int(ran.sum())
+    return ran
+
+
+def _seeds_run(ds: xr.Dataset) -> int | None:
+    """How many entries of the ``seed`` axis hold a finite value in some variable (None: no seed axis)."""
+    ran = _seeds_ran(ds)
+    return None if ran is None else int(ran.sum())
 
 
 def measured_on(stores: Sequence[xr.Dataset], facts: Mapping[str, float | str] | None = None) -> Measured:
@@ -315,14 +421,60 @@ def diagnose(diagnoses: Sequence[Diagnosis], m: Measured) -> Finding:
     return Finding(OPEN, f"not yet diagnosed at {_context(m)}{known}")
 
 
+def per_seed(stores: Sequence[xr.Dataset]) -> list[list[xr.Dataset]]:
+    """The stores cut to each seed that ran in all of them (the seed axis kept, of length 1), for measuring what
+    seeds move a check by; [] where fewer than two seeds ran or no store has a seed axis."""
+    masks = [m for ds in stores if (m := _seeds_ran(ds)) is not None]
+    if not masks or len({m.size for m in masks}) != 1:
+        return []
+    ran = np.flatnonzero(np.logical_and.reduce(masks))
+    if ran.size < 2:
+        return []
+    return [[ds.isel(seed=[int(i)]) if "seed" in ds.dims else ds for ds in stores] for i in ran]
+
+
+def _spreads(outcome: Outcome, seeds: Sequence[Outcome]) -> list[float] | None:
+    """Per term of ``outcome``, the sample sd of its value over the one-seed outcomes (None: fewer than two seeds
+    gave the same terms with finite values)."""
+    shape = [t.what for t in outcome.terms]
+    rows = [[t.value for t in o.terms] for o in seeds if [t.what for t in o.terms] == shape]
+    rows = [r for r in rows if all(math.isfinite(v) for v in r)]
+    if len(rows) < 2:
+        return None
+    return [float(sd) for sd in np.std(np.array(rows), axis=0, ddof=1)]
+
+
+def margin(outcome: Outcome, seeds: Sequence[Outcome] = ()) -> Margin | None:
+    """The margin of ``outcome``'s verdict and what moves it (see the module's "Margins"), given the same check run
+    on each seed alone; None where a term is not finite."""
+    terms = outcome.terms
+    if not all(math.isfinite(t.value) and math.isfinite(t.threshold) for t in terms):
+        return None
+    spreads = _spreads(outcome, seeds)
+    floors = [ROUNDING * max(abs(t.value), abs(t.threshold)) for t in terms]
+    moved = [max(f, s) for f, s in zip(floors, spreads or floors)]
+    n = len(seeds) if spreads is not None else 1
+
+    def room(i: int) -> float:  # how many times what moves it the term's margin is
+        return abs(terms[i].margin) / moved[i] if moved[i] > 0 else math.inf
+
+    if outcome.passed:
+        i = min(range(len(terms)), key=room)
+    else:
+        i = max((j for j, t in enumerate(terms) if not t.holds), key=room)
+    t = terms[i]
+    return Margin(t.what, t.margin, t.margin / abs(t.threshold) if t.threshold else None, moved[i], n)
+
+
 def evaluate(claim: Claim, paper: str, stores: Mapping[str, xr.Dataset | None]) -> Check:
-    """Run one claim on the stores it names; a missing store, variable or coordinate is "not measured"."""
+    """Run one claim on the stores it names; a missing store, variable or coordinate is "not measured". A verdict
+    carries its margin, with what seeds (the check run on each seed alone) or rounding move it by."""
 
     def result(status: str, measured: str = "", value: float | None = None, note: str = "",
-               facts: Mapping[str, float | str] | None = None) -> Check:
+               facts: Mapping[str, float | str] | None = None, moved: Margin | None = None) -> Check:
         diagnosis = diagnose(claim.diagnoses, measured_on(inputs, facts)) if status == FAILED else None
         return Check(claim.id, paper, claim.figure, claim.statement, claim.paper_value, claim.criterion,
-                     claim.stores, status, measured, value, note, diagnosis)
+                     claim.stores, status, measured, value, note, diagnosis, moved)
 
     missing = [name for name in claim.stores if stores.get(name) is None]
     inputs = [stores[name] for name in claim.stores if name not in missing]
@@ -341,18 +493,25 @@ def evaluate(claim: Claim, paper: str, stores: Mapping[str, xr.Dataset | None]) 
         return result(NOT_MEASURED, note=f"the store lacks what the check reads, {type(err).__name__} {err}; "
                                          f"{context}")
     value = outcome.value if outcome.value is not None and math.isfinite(outcome.value) else None
+    seeds = []
+    for cut in per_seed(inputs):
+        try:
+            seeds.append(claim.check(*cut))
+        except (NotMeasured, Diverged, AttributeError, KeyError, IndexError, ValueError):
+            continue  # a seed the check cannot read alone does not count toward the spread
+    moved = margin(outcome, seeds)
     diverged = [f"{name}: {runs}" for name, ds in zip(claim.stores, inputs) if (runs := diverged_runs(ds))]
     if diverged:
         return result(FAILED, outcome.measured, value, f"{'; '.join(diverged)} (measured on their values before "
-                                                       f"the divergence); {context}", outcome.facts)
-    return result(PASSED if outcome.passed else FAILED, outcome.measured, value, context, outcome.facts)
+                                                       f"the divergence); {context}", outcome.facts, moved)
+    return result(PASSED if outcome.passed else FAILED, outcome.measured, value, context, outcome.facts, moved)
 
 
 def evaluate_all(claims: Sequence[Claim], paper: str, stores: Mapping[str, xr.Dataset | None]) -> list[Check]:
     """Every claim of a paper; never raises."""
     checks = [evaluate(claim, paper, stores) for claim in claims]
     for c in checks:
-        log.info("%s %s: %s %s %s", c.id, c.status, c.measured, c.criterion, c.note)
+        log.info("%s %s: %s %s %s %s", c.id, c.verdict, c.measured, c.criterion, margin_text(c.margin), c.note)
     return checks
 
 
@@ -369,19 +528,43 @@ def provenance(stores: Mapping[str, xr.Dataset | None]) -> dict[str, dict[str, s
     }
 
 
+def margin_text(m: Margin | None) -> str:
+    """'+0.12 (+15%) on mean ρ; seeds move it by 0.02 (3 seeds)', for tables and logs ('' without a margin)."""
+    if m is None:
+        return ""
+    relative = "" if m.relative is None else (f" ({100 * m.relative:+.3g}%)" if abs(m.relative) < 10
+                                              else f" ({m.relative:+.3g}× the threshold)")
+    moved = (f"seeds move it by {fmt(m.moved_by)} ({m.seeds} seeds)" if m.seeds > 1
+             else f"rounding moves it by {fmt(m.moved_by)} (no spread over seeds)")
+    return f"{'+' if m.margin >= 0 else ''}{fmt(m.margin)}{relative} on {m.what}; {moved}"
+
+
+def fragile_text(c: Check) -> str:
+    """'passed by 0.004; seeds move it by 0.02': why a fragile verdict is neither passed nor failed."""
+    if c.margin is None:
+        return ""
+    return f"{c.status} by {fmt(abs(c.margin.margin))}; {c.margin.source} move it by {fmt(c.margin.moved_by)}"
+
+
 def to_json(paper: str, scale: str, checks: Sequence[Check], stores: Mapping[str, xr.Dataset | None]) -> str:
-    """The claims file of one paper: its checks, a count per status, and the stores' provenance. ``scale`` is the
-    build's label (the rule's TAG: "paper-rehearsal" for a rehearsal, whose file also says ``"rehearsal": true``)."""
-    counts = {s: sum(c.status == s for c in checks) for s in (PASSED, FAILED, NOT_MEASURED)}
+    """The claims file of one paper: its checks (each with its verdict and margin), a count per verdict, and the
+    stores' provenance. ``scale`` is the build's label (the rule's TAG: "paper-rehearsal" for a rehearsal, whose file
+    also says ``"rehearsal": true``)."""
+    counts = {s: sum(c.verdict == s for c in checks) for s in VERDICTS}
     doc = {"paper": paper, "scale": scale, "rehearsal": scale == REHEARSAL_SCALE, "counts": counts,
-           "stores": provenance(stores), "checks": [asdict(c) for c in checks]}
+           "stores": provenance(stores),
+           "checks": [{**asdict(c), "verdict": c.verdict,
+                       "fragile": c.verdict == FRAGILE} for c in checks]}
     return json.dumps(doc, indent=1, ensure_ascii=False, allow_nan=False)
 
 
 def from_json(text: str) -> tuple[dict, list[Check]]:
-    """A claims file back as (its header, its checks)."""
+    """A claims file back as (its header, its checks); ``verdict`` and ``fragile`` are derived, so not read back."""
     doc = json.loads(text)
-    checks = [Check(**{**c, "stores": tuple(c["stores"]),
-                       "diagnosis": Finding(**c["diagnosis"]) if c.get("diagnosis") else None})
-              for c in doc.pop("checks")]
+    checks = []
+    for c in doc.pop("checks"):
+        c = {k: v for k, v in c.items() if k not in ("verdict", "fragile")}
+        checks.append(Check(**{**c, "stores": tuple(c["stores"]),
+                               "diagnosis": Finding(**c["diagnosis"]) if c.get("diagnosis") else None,
+                               "margin": Margin(**c["margin"]) if c.get("margin") else None}))
     return doc, checks

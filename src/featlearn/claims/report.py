@@ -11,10 +11,20 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from featlearn.claims.core import FAILED, NOT_MEASURED, PASSED, REHEARSAL_SCALE, Check
+from featlearn.claims.core import (
+    FAILED,
+    FRAGILE,
+    NOT_MEASURED,
+    PASSED,
+    REHEARSAL_SCALE,
+    ROUNDING,
+    Check,
+    fragile_text,
+    margin_text,
+)
 
 README_SCALES = ("quick", "paper")  # the scales whose claims the README shows, one block each
-VERDICT = {PASSED: "✅ passed", FAILED: "❌ failed", NOT_MEASURED: "— not measured"}
+VERDICT = {PASSED: "✅ passed", FRAGILE: "⚠️ fragile", FAILED: "❌ failed", NOT_MEASURED: "— not measured"}
 
 Paper = tuple[dict, list[Check]]  # (the claims file's header: paper, scale, counts, stores; its checks)
 
@@ -34,7 +44,7 @@ REHEARSAL_NOTE = (" (a rehearsal: the paper's shapes for a few optimizer steps, 
 
 
 def summary(papers: Mapping[str, Paper]) -> str:
-    """'Scale quick: alignment 30 passed, 7 failed, 11 not measured; ...', saying so for a rehearsal."""
+    """'Scale quick: alignment 28 passed, 2 fragile, 7 failed, 11 not measured; ...', saying so for a rehearsal."""
     parts = [f"{name} " + ", ".join(f"{n} {status}" for status, n in header["counts"].items())
              for name, (header, _) in papers.items()]
     rehearsal = any(header.get("rehearsal") or header["scale"] == REHEARSAL_SCALE for header, _ in papers.values())
@@ -76,17 +86,23 @@ def readme_block(papers: Mapping[str, Paper], figure_stores: Mapping[str, Mappin
 
 
 def markdown_table(papers: Mapping[str, Paper]) -> str:
-    """One row per claim: paper, figure, claim, paper value, measured, verdict (with a failure's diagnosis and why a
-    claim was not measured)."""
+    """One row per claim: paper, figure, claim, paper value, measured, margin, verdict (with a failure's diagnosis,
+    what makes a verdict fragile, and why a claim was not measured)."""
     lines = [summary(papers), "",
-             "| paper | fig | claim | paper value | check | measured | verdict |",
-             "|---|---|---|---|---|---|---|"]
+             "| paper | fig | claim | paper value | check | measured | margin | verdict |",
+             "|---|---|---|---|---|---|---|---|"]
     for name, (_, checks) in papers.items():
         for c in checks:
-            verdict = VERDICT[c.status] + _reason(c)
             lines.append("| " + " | ".join(_cell(x) for x in (name, c.figure, c.statement, c.paper_value or "—",
-                                                              c.criterion, c.measured or "—", verdict)) + " |")
+                                                              c.criterion, c.measured or "—",
+                                                              margin_text(c.margin) or "—", verdict(c))) + " |")
     return "\n".join(lines) + "\n"
+
+
+def verdict(c: Check) -> str:
+    """'✅ passed', '⚠️ fragile (passed by 0.004; seeds move it by 0.02)', '❌ failed (diagnosis)', '— not measured
+    (note)': the verdict a reader sees, with what it rests on."""
+    return VERDICT[c.verdict] + (f" ({fragile_text(c)})" if c.verdict == FRAGILE else "") + _reason(c)
 
 
 def _reason(c: Check) -> str:
@@ -136,6 +152,7 @@ th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: left; vertical-al
 th { background: #f0f0f0; }
 tr.passed td.verdict { background: #dff0d8; }
 tr.failed td.verdict { background: #f2dede; }
+tr.fragile td.verdict { background: #fcf8e3; }
 tr.not-measured td { color: #777; }
 code { font-size: 11px; }
 """
@@ -144,9 +161,11 @@ code { font-size: 11px; }
 def _rows(checks: Sequence[Check]) -> str:
     out = []
     for c in checks:
-        cells = (c.figure, c.statement, c.paper_value or "—", c.criterion, c.measured or "—")
-        out.append(f'<tr class="{c.status.replace(" ", "-")}">' + "".join(f"<td>{html.escape(x)}</td>" for x in cells)
-                   + f'<td class="verdict">{html.escape(VERDICT[c.status])}</td>'
+        cells = (c.figure, c.statement, c.paper_value or "—", c.criterion, c.measured or "—",
+                 margin_text(c.margin) or "—")
+        shown = VERDICT[c.verdict] + (f" ({fragile_text(c)})" if c.verdict == FRAGILE else "")
+        out.append(f'<tr class="{c.verdict.replace(" ", "-")}">' + "".join(f"<td>{html.escape(x)}</td>" for x in cells)
+                   + f'<td class="verdict">{html.escape(shown)}</td>'
                    + f"<td>{html.escape(c.diagnosis.text() if c.diagnosis else '')}</td>"
                    + f"<td>{html.escape(c.note)}</td><td><code>{html.escape(c.id)}</code></td></tr>")
     return "\n".join(out)
@@ -172,7 +191,8 @@ def html_page(papers: Mapping[str, Paper]) -> str:
     for name, (header, checks) in papers.items():
         sections.append(
             f"<h2>{html.escape(name)}</h2>"
-            "<table><tr><th>fig</th><th>claim</th><th>paper</th><th>check</th><th>measured</th><th>verdict</th>"
+            "<table><tr><th>fig</th><th>claim</th><th>paper</th><th>check</th><th>measured</th><th>margin</th>"
+            "<th>verdict</th>"
             f"<th>diagnosis</th><th>note</th><th>id</th></tr>{_rows(checks)}</table>"
             f"<h3>{html.escape(name)}: metric stores</h3>{_provenance(header['stores'])}")
     return ("<!DOCTYPE html><html><head><meta charset='utf-8'><title>featlearn claims</title>"
@@ -180,5 +200,9 @@ def html_page(papers: Mapping[str, Paper]) -> str:
             f"<p>{html.escape(summary(papers))} A failed claim is reported with its numbers and its diagnosis (the "
             "cause: quick scale, stand-in data, the paper's own construction, the rehearsal, or open; in brackets the "
             "condition under which it holds, checked on these stores) and never stops the build; the note gives the "
-            "scale, the seeds and any stand-in data it was measured on.</p>"
+            "scale, the seeds and any stand-in data it was measured on. The margin is how far the deciding part of "
+            "the check is from its threshold (positive on the passing side; relative to the threshold where that is "
+            "not 0) and what moves it: the sample sd of that number over the seeds, each seed checked alone, where "
+            f"two or more ran, else a rounding floor of {ROUNDING:g} relative. A verdict within that is "
+            "\"fragile\", neither passed nor failed; a one-seed verdict's seed spread is not measured.</p>"
             + "\n".join(sections) + "</body></html>\n")

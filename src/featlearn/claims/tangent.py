@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 
-from featlearn.claims.core import Claim, Outcome, fmt, mean_sd, values
+from featlearn.claims.core import Claim, Outcome, above, at_least, at_most, below, fmt, mean_sd, values
 
 # The stores these claims read; workflow/rules/report.smk reads this literal without importing the module.
 STORES = ("tangent_mnist", "tangent_penalties")
@@ -26,34 +26,37 @@ def _task(ds: xr.Dataset, var: str, task: str) -> np.ndarray:
 def f1a_binary_higher(ds: xr.Dataset) -> Outcome:
     lin, binary = _task(ds, "alignment", "linear"), _task(ds, "alignment", "binary")
     gap = binary - lin
-    return Outcome(bool(np.all(gap > 0)) and gap.mean() >= 0.05,
-                   f"{mean_sd(lin)} → {mean_sd(binary)} over {gap.size} seeds (gap ≥ 0 on {int((gap > 0).sum())})",
+    return Outcome(f"{mean_sd(lin)} → {mean_sd(binary)} over {gap.size} seeds (gap ≥ 0 on {int((gap > 0).sum())})",
+                   (above("smallest seed's gap", gap.min(), 0), at_least("mean gap", gap.mean(), 0.05)),
                    float(gap.mean()))
 
 
 def f1b_training_aligns(ds: xr.Dataset) -> Outcome:
     gain = values(ds.alignment - ds.alignment_init, "cos(K, K_ŷ) − cos(K0, K_ŷ)")
     growth = values(ds.kernel_growth, "‖K‖/‖K0‖")
-    return Outcome(gain.min() > 0.05 and growth.min() > 1,
-                   f"alignment gain min {fmt(gain.min())}, ‖K‖/‖K0‖ min {fmt(growth.min())} (both tasks, all seeds)",
+    return Outcome(f"alignment gain min {fmt(gain.min())}, ‖K‖/‖K0‖ min {fmt(growth.min())} (both tasks, all seeds)",
+                   (above("smallest alignment gain", gain.min(), 0.05), above("smallest ‖K‖/‖K0‖", growth.min(), 1)),
                    float(gain.min()))
 
 
 def f1c_linear_decomposition(ds: xr.Dataset) -> Outcome:
     w1, r2 = _task(ds, "decomposition_w1", "linear"), _task(ds, "decomposition_r2", "linear")
-    return Outcome(w1.min() > 0 and r2.mean() >= 0.5, f"w1 {mean_sd(w1)}, R² {mean_sd(r2)}", float(r2.mean()))
+    return Outcome(f"w1 {mean_sd(w1)}, R² {mean_sd(r2)}",
+                   (above("smallest w1", w1.min(), 0), at_least("mean R²", r2.mean(), 0.5)), float(r2.mean()))
 
 
 def f1d_binary_harder(ds: xr.Dataset) -> Outcome:
     lin, binary = _task(ds, "task_difficulty", "linear"), _task(ds, "task_difficulty", "binary")
-    return Outcome(bool(np.all(binary > lin)), f"‖β̂‖² {mean_sd(lin)} (linear) vs {mean_sd(binary)} (binary)",
+    return Outcome(f"‖β̂‖² {mean_sd(lin)} (linear) vs {mean_sd(binary)} (binary)",
+                   (above("smallest seed's binary − linear ‖β̂‖²", (binary - lin).min(), 0),),
                    float(binary.mean() / lin.mean()))
 
 
 def f3a_interpolates(ds: xr.Dataset) -> Outcome:
     run = ds.sel(task="binary")
     err = values(np.abs(run.f_final - run.target).max("sample_i"), "max |ŷ_i − sign(y_i)|")
-    return Outcome(err.max() < 0.05, f"max |ŷ_i − sign(y_i)| {fmt(err.max())}", float(err.max()))
+    return Outcome(f"max |ŷ_i − sign(y_i)| {fmt(err.max())}", (below("max |ŷ_i − sign(y_i)|", err.max(), 0.05),),
+                   float(err.max()))
 
 
 def diagonal_contrast(run: xr.Dataset) -> float:
@@ -78,15 +81,16 @@ def f3b_diag_bump(ds: xr.Dataset) -> Outcome:
     contrast = values(xr.DataArray(_contrasts(ds, "binary")), "near/far diag-K contrast")
     rhos = np.array([_spearman(np.diagonal(run.K.values), np.abs(np.sign(run.y.values) - run.y.values))
                      for run in (ds.isel(seed=i).sel(task="binary") for i in range(ds.sizes["seed"]))])
-    return Outcome(contrast.mean() >= 1.2 and rhos.mean() > 0,
-                   f"contrast {mean_sd(contrast)}×, Spearman(K_ii, |sign(y) − y|) {mean_sd(rhos)}",
+    return Outcome(f"contrast {mean_sd(contrast)}×, Spearman(K_ii, |sign(y) − y|) {mean_sd(rhos)}",
+                   (at_least("mean near/far contrast", contrast.mean(), 1.2), above("mean Spearman", rhos.mean(), 0)),
                    float(contrast.mean()))
 
 
 def f3c_weaker_linear(ds: xr.Dataset) -> Outcome:
     binary = values(xr.DataArray(_contrasts(ds, "binary")), "binary contrast")
     lin = values(xr.DataArray(_contrasts(ds, "linear")), "linear contrast")
-    return Outcome(lin.mean() < binary.mean(), f"linear {mean_sd(lin)}× vs binary {mean_sd(binary)}×",
+    return Outcome(f"linear {mean_sd(lin)}× vs binary {mean_sd(binary)}×",
+                   (above("binary − linear mean contrast", binary.mean() - lin.mean(), 0),),
                    float(binary.mean() - lin.mean()))
 
 
@@ -96,15 +100,16 @@ def f2a_below_quadratic(ds: xr.Dataset) -> Outcome:
     excess = float(values(w - v2, "ω̃ − v²").max())
     small = ds.v[(ds.v > 0)].isel(v=0)
     ratio = values(w.sel(v=small) / small ** 2, "ω̃/v² near 0")
-    return Outcome(excess <= 1e-9 and ratio.min() >= 0.99,
-                   f"max ω̃ − v² {fmt(excess)}; ω̃/v² at v = {float(small):.3g}: {fmt(ratio.min())}", excess)
+    return Outcome(f"max ω̃ − v² {fmt(excess)}; ω̃/v² at v = {float(small):.3g}: {fmt(ratio.min())}",
+                   (at_most("max ω̃ − v²", excess, 1e-9), at_least("ω̃/v² near 0", ratio.min(), 0.99)), excess)
 
 
 def f2b_ordering(ds: xr.Dataset) -> Outcome:
     tail = ds.omega_tilde.sel(v=ds.v[ds.v > 2.5])
     w1, w2, w3 = (values(tail.sel(penalty=p), f"ω̃ {p}") for p in ("w1", "w2", "w3"))
     ordered = bool(np.all((w3 < w2) & (w2 < w1)))
-    return Outcome(ordered, f"ω̃3 < ω̃2 < ω̃1 at {int(((w3 < w2) & (w2 < w1)).sum())} of {w1.size} points v > 2.5",
+    return Outcome(f"ω̃3 < ω̃2 < ω̃1 at {int(((w3 < w2) & (w2 < w1)).sum())} of {w1.size} points v > 2.5",
+                   (above("least of ω̃2 − ω̃3, ω̃1 − ω̃2 over v > 2.5", min((w2 - w3).min(), (w1 - w2).min()), 0),),
                    float(ordered))
 
 
@@ -112,18 +117,23 @@ def f2_values_at_5(ds: xr.Dataset) -> Outcome:
     end = ds.omega_tilde.isel(v=-1)
     got = {p: float(values(end.sel(penalty=p), f"ω̃ {p} at v = {float(ds.v[-1]):g}")) for p in PAPER_AT_5}
     worst = max(abs(got[p] - PAPER_AT_5[p]) for p in PAPER_AT_5)
-    return Outcome(abs(float(ds.v[-1]) - 5) < 1e-9 and worst <= 0.05,
-                   ", ".join(f"{p} {fmt(got[p])}" for p in PAPER_AT_5) + f" at v = {float(ds.v[-1]):g}", worst)
+    return Outcome(", ".join(f"{p} {fmt(got[p])}" for p in PAPER_AT_5) + f" at v = {float(ds.v[-1]):g}",
+                   (below("|last v − 5|", abs(float(ds.v[-1]) - 5), 1e-9),
+                    at_most("largest |ω̃ − the paper's| at v = 5", worst, 0.05)), worst)
 
 
 def f2c_concave(ds: xr.Dataset) -> Outcome:
     u = values(ds.v ** 2, "v²")
-    ok = []
+    ok, low, rise = [], [], []
     for p in ds.penalty.values:
         w = values(ds.omega_tilde.sel(penalty=p), f"ω̃ {p}")
         slope = np.diff(w) / np.diff(u)
         ok.append(bool(np.all(slope >= -1e-9) and np.all(np.diff(slope) <= 1e-6)))
-    return Outcome(all(ok), f"increasing and concave in v² for {sum(ok)} of {len(ok)} penalties", float(sum(ok)))
+        low.append(float(slope.min()))
+        rise.append(float(np.diff(slope).max()))
+    return Outcome(f"increasing and concave in v² for {sum(ok)} of {len(ok)} penalties",
+                   (at_least("smallest slope in v²", min(low), -1e-9),
+                    at_most("largest rise of the slope in v²", max(rise), 1e-6)), float(sum(ok)))
 
 
 CLAIMS: list[Claim] = [
