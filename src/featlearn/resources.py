@@ -270,21 +270,19 @@ def measure_bytes(unit: dict, blocks: list[dict]) -> int:
     return _data_bytes(data, True) + 2 * _param_bytes(model) + need
 
 
-def deep_rfm_layer_bytes(n: int, d: int, width: int) -> int:
-    """One Deep RFM layer's need on top of its input: the Deep RFM code's own bound, the one each layer checks before
-    it allocates (``rfm.deep_rfm.layer_bytes``), so the request follows any change to the algorithm's memory."""
-    from featlearn.rfm.deep_rfm import layer_bytes
-
-    return layer_bytes(n, d, width)
-
-
 def deep_rfm_bytes(unit: dict, blocks: list[dict]) -> int:
-    """A Deep RFM job's GPU memory: the float64 data X (N, d) held through the run, plus the larger of the first
-    layer's need on X and a later layer's on the previous layer's features (N, width) it holds."""
+    """A Deep RFM job's GPU memory as the Deep RFM code states it, so the request follows any change to the
+    algorithm: its whole run's need (``rfm.deep_rfm.run_bytes``, the input included) where the code has one, else its
+    float64 data X (N, d) plus the larger of layer 1's bound on X and a later layer's on the features (N, width) it
+    holds (``rfm.deep_rfm.layer_bytes``, the bound each layer checks before it allocates)."""
+    from featlearn.rfm import deep_rfm
+
     data = data_shape(blocks[0])
     n, d, width = data.n, math.prod(data.shape), unit["model"]["width"]
-    first = deep_rfm_layer_bytes(n, d, width)
-    later = 8 * n * width + deep_rfm_layer_bytes(n, width, width) if unit["model"]["depth"] > 1 else 0
+    if hasattr(deep_rfm, "run_bytes"):
+        return deep_rfm.run_bytes(n, d, width)
+    first = deep_rfm.layer_bytes(n, d, width)
+    later = 8 * n * width + deep_rfm.layer_bytes(n, width, width) if unit["model"]["depth"] > 1 else 0
     return 8 * n * d + max(first, later)
 
 
