@@ -53,10 +53,22 @@ rule tangent:
         [f for f in ALL_FIGURES if f.startswith(f"{FIGURES}/tangent/")],
 
 
+# Faults lose nothing (featlearn.reruns), decided before Snakemake plans: an output whose digest checks out is kept
+# whatever Snakemake's incomplete marker says (an orphan of a killed snakemake finished it); a shared output-cache
+# entry is read-only and checked before it is linked; every job records whether its experiment's config as parsed
+# now is the committed one (a config.yaml edited mid-build is not what ran).
+from featlearn import reruns
+
+reruns.keep_finished(workflow)
+reruns.guard_cache()
+reruns.record_config_edits(config, EXPERIMENTS, UNITS, workflow.basedir)
+
+
 # Once the plan is made and before any job runs (never in a dry run): `device: cuda` needs a GPU here unless a cluster
 # executor sends the jobs elsewhere; the disk must hold what a rehearsal projected this build to write; one card must
 # hold each GPU job (a dry run finds an oversized job when it reaches it).
 onstart:
     validation.check_device(config["device"], workflow.local_exec, gpu_count)
+    reruns.refuse_duplicates(workflow.dag.needrun_jobs())  # an orphan still computing is named, never run twice
     fr.check_disk(PROJECTION, RESULTS)
     check_gpu_jobs(workflow.dag.needrun_jobs())

@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pytest
 import xarray as xr
@@ -43,3 +45,20 @@ def test_epoch_axis_labels_the_step_dimension():
     check_attributes(ds)
     with pytest.raises(ValueError, match="2 epochs for 3 steps"):
         epoch_axis([0.0, 1.0], [100, 130, 160])
+
+
+@pytest.mark.parametrize("edited", [False, True])
+def test_a_config_edited_mid_build_does_not_mark_stores_of_the_committed_config_dirty(monkeypatch, edited):
+    """The Snakefile records, when it parses the config, which specs come from an experiment not as committed; the
+    working tree's config.yaml at write time (edited since) no longer decides ``git_dirty``."""
+    import featlearn.store as store
+    from featlearn.config import spec_hash
+    from featlearn.reruns import CONFIG_EDITS
+
+    spec = {"experiment": "chain_fig1", "seed": 0}
+    monkeypatch.setattr(store, "git_state", lambda repo=None: ("0123abcd", True))  # config.yaml edited since
+    monkeypatch.setattr(store, "_code_dirty", lambda commit: False)
+    monkeypatch.setenv(store.CONFIG_EDITS, json.dumps([spec_hash(spec)] if edited else ["9876543210"]))
+    attrs = store.provenance(json.dumps(spec, sort_keys=True), "smoke", "measure", "synthetic", "{}")
+    assert attrs["git_dirty"] == attrs["config_edited"] == int(edited) and store.CONFIG_EDITS == CONFIG_EDITS
+    assert attrs["config_sha256"].startswith(spec_hash(spec)) and attrs["numerics"] == "{}"

@@ -3,17 +3,26 @@
 Neither torch's zip format nor netCDF notices a flipped byte inside tensor data (both load such files
 without complaint), so the writers embed a SHA-256 of the content and the readers recompute it:
 ``tensors_digest`` for the nested dicts of tensors that runs, checkpoints and dataset caches are, and
-``dataset_digest`` for the variables and coordinates of a metric store.
+``dataset_digest`` for the variables and coordinates of a metric store; ``file_problem`` checks a written file.
 """
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
+import json
+import os
 import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import xarray as xr
+
+from featlearn.memory import raise_if_disk_full
 
 DIGEST_KEY = "sha256"  # key of a tensor file's digest; attribute name in a store
 
@@ -58,3 +67,104 @@ def dataset_digest(ds: xr.Dataset) -> str:
             h.update(f"{values.dtype.str}{values.shape}".encode())
             h.update(np.ascontiguousarray(values).tobytes())
     return h.hexdigest()
+
+
+def file_problem(path: str | Path) -> str | None:
+    """Why the featlearn output at ``path`` cannot be trusted (unreadable, corrupted, written without a digest), or
+    None when its content checks out; a usage record (``.json``) has no digest and checks out when it parses.
+
+    Whoever decides to keep a file that Snakemake doubts (``featlearn.reruns``), or to link one from the shared
+    output cache, asks this: torch and netCDF both load a file with a flipped data byte without complaint."""
+    path = Path(path)
+    try:
+        if path.suffix == ".json":
+            json.loads(path.read_text())
+            return None
+        if path.suffix == ".pt":
+            import torch  # only here: planning and store readers never load it otherwise
+
+            obj = torch.load(path, weights_only=True, map_location="cpu")
+            recorded = obj.pop(DIGEST_KEY, None) if isinstance(obj, dict) else None
+            actual = tensors_digest(obj) if isinstance(obj, dict) else None
+        elif path.suffix == ".nc":
+            with xr.open_dataset(path, engine="netcdf4") as ds:
+                ds = ds.load()
+            recorded, actual = ds.attrs.get(DIGEST_KEY), dataset_digest(ds)
+        else:
+            return f"{path.suffix or 'a file without suffix'} carries no featlearn digest"
+    except Exception as err:  # any failure to read is a reason not to trust it
+        return f"unreadable ({type(err).__name__}: {err})"
+    if recorded is None:
+        return "carries no digest, so its content cannot be checked"
+    if recorded != actual:
+        return "corrupted (its content no longer matches the digest written with it)"
+    return None
+
+
+class ResultKept(OSError):
+    """A result could not be written where it belongs and was written to a fallback place, named in the message."""
+
+
+def rescue_dirs() -> list[Path]:
+    """Where a result that cannot land is kept, in order: $FEATLEARN_RESCUE_DIR, ~/featlearn-rescued (a compute
+    node's /tmp may be gone when the user looks), then the temporary folder."""
+    dirs = [Path(os.environ["FEATLEARN_RESCUE_DIR"])] if os.environ.get("FEATLEARN_RESCUE_DIR") else []
+    if os.environ.get("HOME"):
+        dirs.append(Path(os.environ["HOME"]) / "featlearn-rescued")
+    return [*dirs, Path(tempfile.gettempdir()) / f"featlearn-rescued-{os.getuid()}"]
+
+
+def why_unwritable(err: BaseException, folder: Path) -> str:
+    """The cause of a failed write in words: a read-only mount is named as such, not as a permission problem."""
+    code = getattr(err, "errno", None)
+    try:
+        read_only = bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
+    except OSError:
+        read_only = False
+    if code == errno.EROFS or read_only:
+        return f"{folder} is on a read-only file system (mounted read-only): remount it read-write or move results/"
+    if code in (errno.EACCES, errno.EPERM):
+        return f"this user may not write in {folder}: fix its permissions"
+    return f"{type(err).__name__}: {err}"
+
+
+def land(write: Callable[[Path], None], path: str | Path) -> None:
+    """Run ``write`` on a temporary file beside ``path`` and rename it into place (a killed job leaves no half file).
+
+    When the destination cannot take it (read-only, full, not permitted), the result is not thrown away: ``write``
+    runs again into the first rescue folder that takes it (``rescue_dirs``, mirroring ``path``'s absolute path), and
+    one error says why and where the result is (``ResultKept``; ``DiskNeedError`` for a full disk). Clean-ups that
+    fail stay silent: the first error is the one shown."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write(tmp)
+        os.replace(tmp, path)
+        return
+    except (OSError, RuntimeError) as err:  # torch's zip writer and netCDF report failed writes as RuntimeError
+        first = err
+    kept = _keep_elsewhere(write, path)
+    raise_if_disk_full(first, tmp, path, kept)
+    if kept is None:
+        raise first
+    raise ResultKept(errno.EIO, f"could not write {path} ({why_unwritable(first, path.parent)}); nothing computed is "
+                     f"lost: the result is kept at {kept}, with its digest; once {path.parent} is writable, move it "
+                     f"into place (mv '{kept}' '{path}') before rerunning snakemake, which otherwise computes it "
+                     "again") from None
+
+
+def _keep_elsewhere(write: Callable[[Path], None], path: Path) -> Path | None:
+    """Write the result into the first rescue folder that takes it; None when none does."""
+    for folder in rescue_dirs():
+        kept = folder / path.absolute().relative_to(path.absolute().anchor)
+        tmp = kept.with_name(f".{kept.name}.{os.getpid()}.tmp")
+        try:
+            kept.parent.mkdir(parents=True, exist_ok=True)
+            write(tmp)
+            os.replace(tmp, kept)
+            return kept
+        except (OSError, RuntimeError):
+            with contextlib.suppress(OSError):
+                tmp.unlink(missing_ok=True)
+    return None

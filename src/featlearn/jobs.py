@@ -9,6 +9,7 @@ import atexit
 import fcntl
 import logging
 import os
+import shutil
 import socket
 import sys
 from pathlib import Path
@@ -17,8 +18,7 @@ from typing import TYPE_CHECKING
 
 from featlearn import numerics
 from featlearn.gpus import claim_gpu
-from featlearn.integrity import DIGEST_KEY, tensors_digest
-from featlearn.memory import raise_if_disk_full
+from featlearn.integrity import DIGEST_KEY, land, tensors_digest
 
 if TYPE_CHECKING:
     import torch
@@ -37,14 +37,18 @@ def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logg
     job of this machine holds. ``threads`` is the spec's (part of the result's identity), not what Snakemake granted:
     Snakemake lowers a job's threads to ``--cores``, which would change the bits without changing the file name.
 
-    The log is appended to, so an earlier attempt's lines stay, and the job holds a lock beside it: a second copy of
-    the job (Snakemake rerun while the first one, orphaned by a SIGKILL, still runs) stops at once instead of
-    training beside it and overwriting its files."""
+    Every attempt's lines stay: Snakemake deletes a job's log before each attempt, so the job also appends them to
+    ``<log>.attempts`` beside it, which Snakemake does not know of, and copies that history back into a log that
+    Snakemake emptied. The job holds a lock beside its log: a second copy of the job (Snakemake rerun while the first
+    one, orphaned by a SIGKILL, still runs) stops at once instead of training beside it and overwriting its files."""
     handlers: list[logging.Handler] = [logging.StreamHandler()]
     if log_path:
-        Path(log_path).parent.mkdir(parents=True, exist_ok=True)
-        _lock_job(Path(log_path))
-        handlers.append(logging.FileHandler(log_path, mode="a"))
+        log_file = Path(log_path)
+        log_file.parent.mkdir(parents=True, exist_ok=True)
+        _lock_job(log_file)
+        history = attempts_path(log_file)
+        _restore_earlier_attempts(log_file, history)
+        handlers += [logging.FileHandler(log_file, mode="a"), logging.FileHandler(history, mode="a")]
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", handlers=handlers, force=True)
     logging.getLogger("featlearn").setLevel(logging.INFO)
     numerics.check()
@@ -59,12 +63,46 @@ def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logg
         # Deep RFM frees and reallocates 20 GB buffers at every layer at N = 50,000: without expandable segments the
         # caching allocator can fragment them into an out-of-memory error (set before CUDA initializes)
         os.environ.setdefault("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True")
+        numerics.deterministic_cuda()
         gpu = claim_gpu()
         log.info("CUDA_VISIBLE_DEVICES=%s (%s)", os.environ.get("CUDA_VISIBLE_DEVICES", "unset"),
                  "claimed here" if gpu is not None else "left to the scheduler, the user or a GPU-less machine")
     sys.excepthook = _log_uncaught
     atexit.register(_log_loaded_modules)
     return log
+
+
+def attempts_path(log_path: str | Path) -> Path:
+    """Where every attempt's lines of the job logging to ``log_path`` are kept (Snakemake empties the log itself)."""
+    log_path = Path(log_path)
+    return log_path.with_name(f"{log_path.name}.attempts")
+
+
+def _restore_earlier_attempts(log_path: Path, history: Path) -> None:
+    """Put the earlier attempts' lines back into a log that Snakemake deleted (or start the history from a log
+    written before the history existed), so the log shows every attempt."""
+    had_log = log_path.exists() and log_path.stat().st_size > 0
+    if history.exists() and not had_log:
+        shutil.copyfile(history, log_path)
+    elif had_log and not history.exists():
+        shutil.copyfile(log_path, history)
+
+
+def lock_holder(log_path: str | Path) -> str | None:
+    """Who holds the job lock beside ``log_path`` ('pid N on host'), or None when no live process holds it: an
+    orphaned job still computing is never run a second time (``featlearn.reruns``)."""
+    lock = Path(log_path).with_name(f".{Path(log_path).name}.lock")
+    try:
+        handle = open(lock)
+    except FileNotFoundError:
+        return None
+    with handle:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return handle.read().strip() or "an unknown process"
+        fcntl.flock(handle, fcntl.LOCK_UN)
+    return None
 
 
 def _lock_job(log_path: Path) -> None:
@@ -121,20 +159,13 @@ def job_device(configured: str, gpus: int) -> torch.device:
 
 def save_tensors(obj: dict, path: str | Path) -> None:
     """torch.save through a temporary file and a rename (a killed job leaves no half file), with a digest of the
-    content inside (``load_tensors`` checks it). A full disk raises ``DiskNeedError``."""
+    content inside (``load_tensors`` checks it). A destination that cannot take it (read-only, full) keeps nothing
+    half-written and the result is written to a rescue folder instead (``featlearn.integrity.land``): a full disk
+    raises ``DiskNeedError``, any other failure ``ResultKept``, each naming where the result is."""
     import torch
 
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        torch.save({**obj, DIGEST_KEY: tensors_digest(obj)}, tmp)
-        os.replace(tmp, path)
-    except (OSError, RuntimeError) as err:  # torch's zip writer reports a full disk as "file write failed"
-        raise_if_disk_full(err, tmp, path)
-        raise
-    finally:
-        tmp.unlink(missing_ok=True)
+    payload = {**obj, DIGEST_KEY: tensors_digest(obj)}
+    land(lambda tmp: torch.save(payload, tmp), path)
 
 
 def load_tensors(path: str | Path) -> dict:
@@ -147,6 +178,10 @@ def load_tensors(path: str | Path) -> dict:
     import torch
 
     fix = "delete it and rerun snakemake to rebuild it"
+    if Path(path).is_symlink():  # linked from Snakemake's output cache: deleting the link alone links it back
+        entry = Path(path).resolve()
+        fix = (f"it is a link to {entry} in Snakemake's output cache, shared by every clone: delete that entry "
+               f"(rm -f '{entry}'; or ask its owner) and the link, then rerun snakemake to rebuild it")
     try:
         obj = torch.load(path, weights_only=True, map_location="cpu")  # a GPU's file opens anywhere
     except Exception as err:

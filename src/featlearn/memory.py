@@ -158,15 +158,23 @@ def _names_enospc(err: BaseException | None) -> bool:
     return False
 
 
-def raise_if_disk_full(err: BaseException, tmp: Path, target: Path) -> None:
-    """Raise DiskNeedError from ``err``, a failed write of ``target`` through the temporary ``tmp``, when the disk is
-    full: ENOSPC in its chain, or next to no free space while ``tmp`` still holds its blocks. ``tmp`` is removed
-    either way, so the message's free space is what a rerun finds; otherwise the caller re-raises ``err``."""
-    full = _names_enospc(err) or free_disk_bytes(tmp) < FULL_BELOW
-    tmp.unlink(missing_ok=True)
+def raise_if_disk_full(err: BaseException, tmp: Path, target: Path, kept: Path | None = None) -> None:
+    """Raise DiskNeedError from ``err``, a failed write of ``target`` through the temporary ``tmp`` when
+    the disk is full: ENOSPC in its chain, or next to no free space while ``tmp`` still holds its blocks. ``tmp`` is
+    removed either way (a clean-up that fails is not what the user needs to read), so the message's free space is
+    what a rerun finds; ``kept`` is where the computed result was written instead. Otherwise the caller goes on."""
+    try:
+        full = _names_enospc(err) or free_disk_bytes(tmp) < FULL_BELOW
+    except OSError:
+        full = False
+    try:
+        tmp.unlink(missing_ok=True)
+    except OSError:
+        pass
     if full:
+        result = (f"the computed result is kept at {kept}" if kept else
+                  f"the partial file is removed and {target.name} is as it was before")
         raise DiskNeedError(
             f"the disk holding {target.parent} is full ({_gb(free_disk_bytes(target.parent))} free now) while "
-            f"writing {target.name}; nothing was lost: the partial file is removed and {target.name} is as it was "
-            f"before; {FREE_DISK}"
+            f"writing {target.name}; nothing was lost: {result}; {FREE_DISK}"
         ) from err

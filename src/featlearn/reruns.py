@@ -3,16 +3,30 @@
 Every job lists one code stamp per source file it runs (``featlearn.deps.code_stamp``), so a real edit to a source
 reruns the jobs listing its stamp and, along the DAG, every job reading their outputs. The benchmark
 ``benchmarks/blast_radius.py`` tabulates it per module; the tests check that an SLO edit reaches only SLO runs.
+
+And what a rerun keeps, which the Snakefile asks before Snakemake plans: finished work is never redone
+(``keep_finished``: an output whose digest checks out is kept whatever Snakemake's incomplete marker says, and
+``refuse_duplicates``: a job whose orphan still computes is named, never run twice), a shared output-cache entry is
+read-only and checked before it is linked (``guard_cache``), and the stores record the config that ran
+(``record_config_edits``).
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from featlearn import deps
+from featlearn.config import spec_hash
+from featlearn.integrity import file_problem
+from featlearn.jobs import JobRunning, lock_holder
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 Job = tuple[set[str], set[str]]  # (inputs, outputs)
@@ -57,3 +71,127 @@ def rerun_by(jobs: list[Job], source: str) -> set[int]:
     """The jobs a real code edit to ``source`` (repository-relative) reruns."""
     stamp = f"{deps.STAMPS}/{source}.ast"
     return downstream(jobs, {i for i, (inputs, _) in enumerate(jobs) if stamp in inputs})
+
+
+CONFIG_EDITS = "FEATLEARN_CONFIG_EDITED"  # read by featlearn.store.provenance in every job
+CHECKED = (".pt", ".nc", ".json")  # outputs whose content can be checked (a digest; a usage record parses)
+
+
+def incomplete_markers(snakemake_dir: Path = Path(".snakemake")) -> dict[str, Path]:
+    """Each output Snakemake marked incomplete (a job started, never seen finishing), with its marker file: the
+    output's path, base64-encoded and cut into folder names of at most NAME_MAX characters ('@' before each cut)."""
+    found = {}
+    root = snakemake_dir / "incomplete"
+    for marker in root.rglob("*") if root.is_dir() else ():
+        parts = marker.relative_to(root).parts
+        if not marker.is_file() or any(not p.startswith("@") for p in parts[:-1]):
+            continue
+        try:
+            found[base64.urlsafe_b64decode("".join(p.removeprefix("@") for p in parts)).decode()] = marker
+        except ValueError:  # migration_underway, or anything else Snakemake keeps there
+            continue
+    return found
+
+
+def keep_finished(workflow: Any, snakemake_dir: Path = Path(".snakemake")) -> list[str]:
+    """Clear Snakemake's incomplete marker of every job whose outputs all exist and check out (``file_problem``)
+    while no process holds its job lock: a job orphaned by a killed Snakemake that finished, or a build killed after
+    the write. With ``rerun-incomplete`` Snakemake would delete and recompute them (hours of GPU time at the paper
+    scale). Only the main Snakemake process does this, and only when no other Snakemake holds the folder's lock
+    (whose own running jobs are marked incomplete until they finish). Returns the outputs kept."""
+    locks = snakemake_dir / "locks"
+    if not workflow.is_main_process or (locks.is_dir() and any(locks.iterdir())):
+        return []
+    markers = incomplete_markers(snakemake_dir)
+    seen: set[str] = set()
+    kept: list[str] = []
+    for out in sorted(markers):
+        rule = next((r for r in workflow.rules if r.is_producer(out)), None)
+        if out in seen or rule is None:
+            continue
+        wildcards = rule.get_wildcards(out)
+        outputs = [str(o.apply_wildcards(wildcards)) for o in rule.output]
+        seen.update(outputs)
+        if any(lock_holder(o.apply_wildcards(wildcards)) for o in rule.log):
+            continue  # its orphan still computes: refuse_duplicates names it if this build needs it
+        if all(Path(o).suffix in CHECKED and Path(o).is_file() and file_problem(o) is None for o in outputs):
+            for o in outputs:
+                if o in markers:
+                    markers[o].unlink(missing_ok=True)
+            kept += outputs
+            print(f"featlearn: keeping {', '.join(outputs)}: finished by a job Snakemake lost track of (a killed "
+                  "snakemake), and its content checks out; Snakemake's incomplete marker is cleared", file=sys.stderr)
+    return kept
+
+
+def refuse_duplicates(jobs: Any) -> None:
+    """Stop before any job when a job this build would run is still computing in an orphaned process (its job lock
+    is held): running it again would delete what the orphan is about to write, and its log."""
+    running = [f"{', '.join(map(str, job.output))} (pid and host: {holder})" for job in jobs
+               for holder in {lock_holder(log) for log in job.log} - {None}]
+    if running:
+        raise JobRunning("still computing, left over from a killed snakemake: " + "; ".join(running) + ". Wait for "
+                         "them to finish (the next build keeps a result whose digest checks out) or kill them, then "
+                         "rerun")
+
+
+def edited_specs(config: dict, experiments: dict[str, dict], units: dict[str, dict[str, dict]],
+                 root: str | Path) -> list[str]:
+    """The spec hashes (experiment and units) of every experiment whose section of the parsed ``config`` differs from
+    the committed config.yaml (all of them outside git): what a store computed from it records as not committed."""
+    try:
+        shown = subprocess.run(["git", "show", "HEAD:./config.yaml"], cwd=root, capture_output=True, text=True,
+                               check=True).stdout
+        committed = (yaml.safe_load(shown) or {}).get("experiments") or {}
+    except (OSError, subprocess.CalledProcessError, yaml.YAMLError):
+        committed = {}
+    edited = [n for n in experiments if config["experiments"].get(n) != committed.get(n)]
+    return sorted({spec_hash(spec) for n in edited for spec in [experiments[n], *units[n].values()]})
+
+
+def record_config_edits(config: dict, experiments: dict[str, dict], units: dict[str, dict[str, dict]],
+                        root: str | Path) -> None:
+    """Hand ``edited_specs`` of the config as parsed now to every job this Snakemake starts (they inherit its
+    environment), so that an edit to config.yaml made while they run does not mark their stores dirty."""
+    os.environ[CONFIG_EDITS] = json.dumps(edited_specs(config, experiments, units, root))
+
+
+def guard_cache() -> None:
+    """Make Snakemake's local output cache safe to share: entries are stored read-only (Snakemake makes them
+    writable by everyone), and an entry is checked (``file_problem``) before it is linked. A corrupt one is moved
+    aside (``<entry>.corrupt``) and the job computes its outputs again, with a warning naming the entry; where it
+    cannot be moved, the build stops naming it and the fix. Patched on Snakemake's class (its instance exists only
+    once planning starts; a cluster job's Snakemake fetches from the cache itself, and parses the Snakefile too)."""
+    from snakemake.caching.local import OutputFileCache
+    from snakemake.exceptions import CacheMissException, WorkflowError
+
+    if getattr(OutputFileCache, "featlearn_guarded", False):
+        return
+    fetch = OutputFileCache.fetch
+
+    def set_permissions(self: Any, entry: Path) -> None:
+        os.chmod(entry, 0o555 if Path(entry).is_dir() else 0o444)
+
+    async def checked_fetch(self: Any, job: Any) -> None:
+        pairs = await self.get_outputfiles_and_cachefiles(job)
+        for output, entry in pairs:
+            problem = file_problem(entry) if entry.suffix in CHECKED and entry.is_file() else None
+            if problem is None:
+                continue
+            try:
+                for _, other in pairs:
+                    if other.exists():
+                        os.replace(other, other.with_name(f"{other.name}.corrupt"))
+            except OSError as err:
+                raise WorkflowError(f"{entry}, Snakemake's output-cache entry for {output} (shared by every clone "
+                                    f"using $SNAKEMAKE_OUTPUT_CACHE), is {problem}, and it cannot be moved aside "
+                                    f"({err}): delete it (rm '{entry}', or ask its owner), then rerun snakemake; "
+                                    "or run without --cache") from None
+            print(f"featlearn: {entry}, Snakemake's output-cache entry for {output}, is {problem}: moved aside to "
+                  f"{entry}.corrupt (with its siblings); computing {output} again", file=sys.stderr)
+            raise CacheMissException(f"{entry} is {problem}")
+        await fetch(self, job)
+
+    OutputFileCache.set_permissions = set_permissions
+    OutputFileCache.fetch = checked_fetch
+    OutputFileCache.featlearn_guarded = True

@@ -34,6 +34,8 @@ and every numeric coordinate ("1" when dimensionless, "steps", "epochs", "nats",
 from __future__ import annotations
 
 import datetime
+import hashlib
+import json
 import logging
 import os
 import subprocess
@@ -46,8 +48,7 @@ import numpy as np
 import xarray as xr
 
 from featlearn.config import check_spec
-from featlearn.integrity import DIGEST_KEY, dataset_digest
-from featlearn.memory import raise_if_disk_full
+from featlearn.integrity import DIGEST_KEY, dataset_digest, land
 
 log = logging.getLogger(__name__)
 PACKAGES = ("torch", "numpy", "xarray", "netCDF4", "snakemake", "featlearn")
@@ -114,15 +115,29 @@ def package_versions() -> str:
     return " ".join(found)
 
 
+CONFIG_EDITS = "FEATLEARN_CONFIG_EDITED"  # set by the Snakefile: the spec hashes of experiments not as committed
+
+
 def provenance(config_json: str, scale: str, rule: str, data_source: str, numerics: str) -> dict[str, str | int]:
-    """The global attributes every store carries; ``numerics`` is what decided its bits (``featlearn.numerics``)."""
-    commit, dirty = git_state()
+    """The global attributes every store carries; ``numerics`` is what decided its bits (``featlearn.numerics``).
+
+    ``git_dirty`` is 1 only for a difference that decides this store: the code (``src/``, ``workflow/``, the
+    Snakefile) differs from the commit, or this spec came from an experiment whose section of the config that ran
+    differs from the committed config.yaml. Which experiments those are the Snakefile records when it parses the
+    config (``$FEATLEARN_CONFIG_EDITED``, ``featlearn.reruns.edited_specs``): a config.yaml edited mid-build is not
+    what ran. ``config_sha256`` is the hash of the spec that ran."""
+    commit, tree_dirty = git_state()
+    config_hash = hashlib.sha256(config_json.encode()).hexdigest()
+    edits = os.environ.get(CONFIG_EDITS)
+    config_edited = tree_dirty if edits is None else config_hash[:10] in json.loads(edits)
     return {
         "experiment_config": config_json,
+        "config_sha256": config_hash,
+        "config_edited": int(config_edited),
         "scale": scale,
         "data_source": data_source,
         "git_commit": commit,
-        "git_dirty": int(dirty),
+        "git_dirty": int(config_edited or _code_dirty(commit)),
         "packages": package_versions(),
         "numerics": numerics,
         "created": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
@@ -130,29 +145,40 @@ def provenance(config_json: str, scale: str, rule: str, data_source: str, numeri
     }
 
 
+def _code_dirty(commit: str) -> bool:
+    """Whether the code that computes (``src/``, ``workflow/``, the Snakefile) differs from ``commit``; other files
+    (docs, tests, the config, checked per experiment) do not change a store."""
+    if commit == "unknown":
+        return True
+    paths = [":(top)src", ":(top)workflow", ":(top)Snakefile"]
+    try:
+        status = subprocess.run(["git", "status", "--porcelain", "--", *paths], cwd=Path(__file__).resolve().parent,
+                                capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return True
+    return bool(status.stdout.strip())
+
+
 def write_store(ds: xr.Dataset, path: str | Path, attrs: dict[str, str | int]) -> None:
     """Write ``ds`` with ``attrs`` and a digest of its values to ``path`` through a temporary file and a rename;
-    every variable must carry its CF attributes (``check_attributes``). A full disk raises ``DiskNeedError``."""
+    every variable must carry its CF attributes (``check_attributes``). A destination that cannot take it keeps the
+    store in a rescue folder (``featlearn.integrity.land``): a full disk raises ``DiskNeedError``, any other
+    failure ``ResultKept``, each naming where it is."""
     path = Path(path)
     try:
         check_attributes(ds)
     except ValueError as err:
         raise ValueError(f"metric store {path}: {err}") from None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
+
+    def write(tmp: Path) -> None:
         ds.assign_attrs(attrs).to_netcdf(tmp, engine="netcdf4")
         # the digest of the values as every reader decodes them (netCDF may change dtypes on the way)
         with xr.open_dataset(tmp, engine="netcdf4") as written:
             digest = dataset_digest(written.load())
         with netCDF4.Dataset(tmp, "a") as nc:
             nc.setncattr(DIGEST_KEY, digest)
-        os.replace(tmp, path)
-    except (OSError, RuntimeError) as err:  # netCDF reports a full disk as RuntimeError("NetCDF: HDF error")
-        raise_if_disk_full(err, tmp, path)
-        raise
-    finally:
-        tmp.unlink(missing_ok=True)
+
+    land(write, path)
 
 
 def read_store(path: str | Path, expected: dict | None = None) -> xr.Dataset:

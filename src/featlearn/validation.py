@@ -121,9 +121,28 @@ def check_output_dirs(*dirs: str | Path) -> None:
             raise ConfigError(f"{d} exists but is not a directory, so nothing can be written under {d}/; "
                               f"move or delete that file")
         probe = d if d.exists() else d.resolve().parent
+        if os.path.isdir(probe) and os.statvfs(probe).f_flag & os.ST_RDONLY:
+            raise ConfigError(f"{probe} is on a read-only file system (mounted read-only), so {d}/ cannot be "
+                              "written; remount it read-write, or run from a checkout on a writable disk")
         if not os.access(probe, os.W_OK | os.X_OK):
             raise ConfigError(f"{probe} is not writable by this user, so {d}/ cannot be written; "
                               "fix its permissions or run from a writable checkout")
+
+
+NAME_MAX = 255  # bytes in one file name on the filesystems results/ lives on (ext4, XFS, NFS, Lustre)
+NAME_ROOM = 40  # what featlearn adds around a name in a file name: '.<name>.<spec hash>.log.attempts', '.<pid>.tmp'
+
+
+def check_names(config: dict) -> list[str]:
+    """Every experiment name too long to become a file name (``<name>.<spec>.nc``, its log, lock and temporary
+    files): the OS refuses it with ``[Errno 36] File name too long`` at parse time, naming no key."""
+    limit = NAME_MAX - NAME_ROOM
+    experiments = config.get("experiments") if isinstance(config, dict) else None
+    return [f"config.yaml: experiments.{name[:40]}… is {len(name.encode())} bytes long; experiment names become "
+            f"file names (results/<scale>/metrics/<name>.<spec>.nc and its logs), which the filesystem limits to "
+            f"{NAME_MAX} bytes, so a name may have at most {limit}: shorten it"
+            for name in (experiments if isinstance(experiments, dict) else {})
+            if len(str(name).encode()) > limit]
 
 
 def check_own_code(basedir: str | Path) -> None:
@@ -183,7 +202,7 @@ def validate(config: dict, schema_path: str | Path) -> None:
     for key, rule in schema["properties"].items():
         if rule.get("type") == "boolean" and str(config.get(key)).lower() in ("true", "false"):
             config[key] = str(config[key]).lower() == "true"
-    problems = _errors(config, schema, "config.yaml:")
+    problems = _errors(config, schema, "config.yaml:") + check_names(config)
     data_dir = Path(str(config.get("data_dir", "")))
     if data_dir.exists() and not data_dir.is_dir():
         problems.append(f"config.yaml: data_dir {str(data_dir)!r} is a file, not a folder; point it at the folder "

@@ -85,6 +85,10 @@ def _data_dir_is_a_file(repo):
     _edit_config(repo, lambda c: c.update(data_dir="datasets.tar"))
 
 
+def _experiment_name_too_long(repo):
+    _edit_config(repo, lambda c: c["experiments"].update({"x" * 250: c["experiments"]["chain_fig1"]}))
+
+
 # (case, how the repo is broken, targets and scale, what the message must say, files that must not exist)
 CASES = [
     ("malformed YAML", _broken_yaml, ("figures/smoke/tangent/fig2.pdf",), "smoke",
@@ -106,6 +110,8 @@ CASES = [
      ["figures/smoke/alignment/fig1.pdf"]),
     ("data_dir is a file", _data_dir_is_a_file, ("figures/smoke/tangent/fig2.pdf",), "smoke",
      [r"data_dir 'datasets\.tar' is a file, not a folder"], ["results", "figures"]),
+    ("experiment name too long for a file name", _experiment_name_too_long, ("figures/smoke/tangent/fig2.pdf",),
+     "smoke", [r"experiments\.x{40}… is 250 bytes long; .* at most 215: shorten it"], ["results", "figures"]),
     ("dataset absent (paper scale, no download)", _as_shipped, (MNIST_CACHE,), "paper",
      [r"MNIST not found in data/MNIST/raw", r"--config download=true"], [MNIST_CACHE]),
     ("dataset folder with the wrong files", _mnist_with_wrong_files, (MNIST_CACHE,), "paper",
@@ -135,6 +141,18 @@ def test_bad_input_stops_with_a_message_naming_what_and_where(tmp_path, case, br
         assert re.search(pattern, out), f"{case}: no /{pattern}/ in:\n{out[-4000:]}"
     for path in absent:
         assert not (repo / path).exists(), f"{case}: {path} was written"
+
+
+def test_a_read_only_mount_is_named_as_such(tmp_path, monkeypatch):
+    """Not a permission problem to fix with chmod: the output folder's file system is mounted read-only."""
+    from featlearn.config import ConfigError
+    from featlearn.validation import check_output_dirs
+
+    (tmp_path / "results").mkdir()
+    statvfs = os.statvfs
+    monkeypatch.setattr(os, "statvfs", lambda p: os.statvfs_result((*statvfs(p)[:8], os.ST_RDONLY, 255)))
+    with pytest.raises(ConfigError, match=r"results is on a read-only file system \(mounted read-only\).*remount"):
+        check_output_dirs(tmp_path / "results")
 
 
 def test_a_diverged_run_is_recorded_and_the_figure_still_builds(tmp_path, copy_repo):
@@ -189,6 +207,8 @@ def test_an_interrupted_build_leaves_nothing_taken_as_done_and_resumes(tmp_path,
     rerun = _run(repo, target)
     assert rerun.returncode == 0, (rerun.stdout + rerun.stderr)[-3000:]
     assert f"at step {stopped_at}" in log.read_text()  # resumed from the checkpoint
+    attempts = re.findall(r"pid=(\d+)", log.read_text())
+    assert len(set(attempts)) == 2, attempts  # the interrupted attempt's lines stay beside the rerun's
     assert torch.load(repo / target, weights_only=False)["status"] == "completed"
 
 

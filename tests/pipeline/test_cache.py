@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 import yaml
 
 from featlearn import experiments as fx
 from featlearn.config import spec_hash
+from featlearn.jobs import load_tensors
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 
@@ -46,3 +48,31 @@ def test_a_second_clone_takes_the_trained_runs_from_the_cache(tmp_path, copy_rep
         assert (second / run.replace("/runs/", "/logs/train/").replace(".pt", ".log")).read_text() == "", run
     assert "Moving output file" not in log  # nothing new went into the cache: nothing was trained or generated
     assert (second / "figures/smoke/alignment/fig1.pdf").stat().st_size > 1000
+
+
+def test_a_corrupt_cache_entry_is_named_moved_aside_and_recomputed(tmp_path, copy_repo):
+    """Entries are shared by every clone: they are read-only, and a corrupt one (a flipped byte) is not linked back
+    for ever: the build names it, moves it aside and trains the run again, which is then good."""
+    repo, cache = tmp_path / "repo", tmp_path / "cache"
+    for folder in (repo, cache):
+        folder.mkdir()
+    copy_repo(repo)
+    cfg = yaml.safe_load((repo / "config.yaml").read_text()) | {"scale": "smoke"}
+    unit, spec = next(iter(fx.units(cfg, "chain_fig1").items()))
+    run = f"results/smoke/runs/chain_fig1/{unit}.{spec_hash(spec)}.pt"
+
+    _build(repo, cache, run)
+    entry = (repo / run).resolve()
+    assert entry.parent == cache.resolve() and all(not f.stat().st_mode & 0o222 for f in cache.iterdir())
+    losses = torch.load(entry, weights_only=True)["losses"].numpy().tobytes()
+    raw = bytearray(entry.read_bytes())
+    raw[raw.find(losses[:16]) + 8] ^= 0xFF  # inside the loss curve: torch alone loads it without complaint
+    entry.chmod(0o644)
+    entry.write_bytes(bytes(raw))
+    (repo / run).unlink()  # the old advice: delete it and rerun (which linked the same corrupt entry back)
+
+    log = _build(repo, cache, run).stderr
+    assert f"featlearn: {entry}, Snakemake's output-cache entry for {run}, is corrupted" in log, log[-3000:]
+    assert f"moved aside to {entry}.corrupt" in log and f"Moving output file {run} to cache" in log
+    assert load_tensors(repo / run)["status"] == "completed"  # trained again: a good run, linked from the cache
+    assert (repo / run).resolve() == entry and not entry.stat().st_mode & 0o222
