@@ -2,6 +2,7 @@
 
 import copy
 
+import numpy as np
 import pytest
 import torch
 import xarray
@@ -145,3 +146,145 @@ def test_agop_creates_every_tensor_on_the_inputs_device(probes):
         # K and K̄ against an init network, the pipeline's path (``covariances``)
         ks, k_bars = covariances(model, x.to("meta"), init=copy.deepcopy(model), probes=probes)
         assert ks.keys() == k_bars.keys() and {k.device.type for k in (*ks.values(), *k_bars.values())} == {"meta"}
+
+
+def _mlp_net():
+    torch.manual_seed(20)
+    return nn.Sequential(nn.Linear(5, 6), nn.ReLU(), nn.Linear(6, 3)).double()
+
+
+@pytest.mark.parametrize(("call", "error", "match"), [
+    (lambda net, x: measure_nfa(net, x[:0]), ValueError, r"x= has no samples"),
+    (lambda net, x: measure_nfa(net, x[0]), ValueError, r"unbatched"),
+    (lambda net, x: measure_nfa(net, x, layers=[]), ValueError, r"layers=\[\] selects no layer"),
+    (lambda net, x: measure_nfa(net, x, layers="0"), TypeError, r"not the string '0': pass \['0'\]"),
+    (lambda net, x: measure_nfa(net, x, layers=["9"]), ValueError, r"no measurable layers named \['9'\]"),
+    (lambda net, x: measure_nfa(net, x, probes=0), ValueError, r"probes= must be a positive number"),
+    (lambda net, x: measure_nfa(net, x, batch_size=0), ValueError, r"batch_size= must be a positive"),
+    (lambda net, x: measure_nfa(net, x, sample_dim=2), ValueError, r"sample_dim= must be a dimension of x"),
+    (lambda net, x: measure_nfa(nn.Sequential(nn.ReLU()), x), ValueError, r"no measurable layer in this Sequential"),
+    (lambda net, x: measure_nfa(net, x, nn.Sequential(nn.Linear(5, 7), nn.ReLU(), nn.Linear(7, 3)).double()),
+     ValueError, r"init=: layer '0' has W of shape \(6, 5\) in the model but \(7, 5\) in init"),
+    (lambda net, x: measure_nfa(net, x, nn.Sequential(nn.Linear(5, 6)).double()), ValueError,
+     r"init= has no module '2'"),
+    (lambda net, x: measure_nfa(net, x, output=lambda out: out.sum()), ValueError, r"output= gave a scalar"),
+])
+def test_every_bad_input_gets_a_message_naming_the_argument(call, error, match):
+    with pytest.raises(error, match=match):
+        call(_mlp_net(), torch.randn(4, 5, dtype=torch.float64))
+
+
+def test_called_under_inference_mode_it_says_so_and_inference_tensors_are_fine_outside():
+    net = _mlp_net()
+    with torch.inference_mode():
+        x = torch.randn(4, 5, dtype=torch.float64)
+        with pytest.raises(RuntimeError, match="inside torch.inference_mode"):
+            measure_nfa(net, x)
+    with torch.no_grad():  # gradients are turned back on inside
+        torch.testing.assert_close(agop(net, x)["2"], 1.0 * net[2].weight.detach().T @ net[2].weight.detach())
+
+
+def test_samples_that_interact_are_refused_with_the_reason():
+    with pytest.raises(ValueError, match="samples interact.*BatchNorm without running statistics"):
+        measure_nfa(nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6, track_running_stats=False), nn.Linear(6, 2)),
+                    torch.randn(10, 4))
+
+    class Centred(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.fc(x - x.mean(0))
+
+    with pytest.raises(ValueError, match="samples interact at layer 'fc'"):
+        agop(Centred(), torch.randn(6, 4))
+    # BatchNorm with running statistics, in train mode: measured in eval mode, where samples are independent
+    bn = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Linear(6, 2)).train()
+    assert set(agop(bn, torch.randn(10, 4))) == {"0", "2"} and bn.training
+
+
+def test_sequence_first_inputs_are_measured_with_sample_dim_and_refused_without():
+    torch.manual_seed(21)
+    first = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=False).double()
+    batch_first = nn.TransformerEncoderLayer(8, 2, 16, dropout=0.0, batch_first=True).double()
+    batch_first.load_state_dict(first.state_dict())
+    x = torch.randn(5, 3, 8, dtype=torch.float64)  # (T, N, E)
+    with pytest.raises(ValueError, match="pass sample_dim="):
+        measure_nfa(first, x)
+    got = measure_nfa(first, x, sample_dim=1)
+    expected = measure_nfa(batch_first, x.transpose(0, 1))  # the batch-first path, checked against torch.func
+    assert got.attrs["k_samples"] == 3 and got.attrs["sample_dim"] == 1
+    for name in expected.layer.values:
+        torch.testing.assert_close(torch.from_numpy(got[f"agop[{name}]"].values),
+                                   torch.from_numpy(expected[f"agop[{name}]"].values), rtol=1e-10, atol=1e-12)
+
+
+def test_layers_not_measured_are_named_in_one_warning_and_the_attributes():
+    class Zoo(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.emb, self.rnn = nn.Embedding(7, 4), nn.LSTM(4, 4, batch_first=True)
+            self.up, self.bil, self.fc = nn.ConvTranspose1d(4, 4, 2), nn.Bilinear(4, 4, 4), nn.Linear(4, 2)
+
+        def forward(self, idx):
+            h, _ = self.rnn(self.emb(idx))
+            h = self.up(h.transpose(1, 2)).transpose(1, 2)
+            return self.fc(self.bil(h, h)).sum(1)
+
+    with pytest.warns(UserWarning, match="does not measure") as caught:
+        ds = measure_nfa(Zoo(), torch.randint(0, 7, (3, 5)))
+    (warning,) = [w for w in caught if "does not measure" in str(w.message)]
+    for name in ("emb: Embedding: an embedding is a Linear on one-hot inputs", "rnn: LSTM", "up: ConvTranspose1d",
+                 "bil: Bilinear"):
+        assert name in str(warning.message) and name in ds.attrs["skipped_layers"]
+    assert list(ds.layer.values) == ["fc"]
+    with pytest.raises(ValueError, match="'emb' is not measured"):
+        agop(Zoo(), torch.randint(0, 7, (3, 5)), ["emb"])
+
+
+def test_a_linear_like_module_is_recognised_by_what_it_computes():
+    class Transposed(nn.Module):  # weight stored in×out, as transformers' Conv1D
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(5, 3, dtype=torch.float64))
+
+        def forward(self, x):
+            return x @ self.weight
+
+    class Squared(nn.Module):  # a 2-D weight that is not a linear map
+        def __init__(self):
+            super().__init__()
+            self.weight = nn.Parameter(torch.randn(3, 3, dtype=torch.float64))
+
+        def forward(self, x):
+            return (x @ self.weight.T) ** 2
+
+    net = nn.Sequential(Transposed(), nn.Tanh(), Squared(), nn.Linear(3, 2).double())
+    with pytest.warns(UserWarning, match="2: Squared: has a 2-D weight but computes neither"):
+        got = agop(net, torch.randn(4, 5, dtype=torch.float64))
+    assert set(got) == {"0", "3"} and got["0"].shape == (5, 5)
+
+
+def test_nan_results_explain_themselves():
+    torch.manual_seed(22)
+    net = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3))
+    nn.init.zeros_(net[2].weight)  # a zero-initialised head, as torchvision's ViT
+    with pytest.warns(UserWarning, match="AGOP is zero") as caught:
+        ds = measure_nfa(net, torch.randn(5, 4), copy.deepcopy(net))
+    message = " ".join(str(w.message) for w in caught)
+    assert "0: its AGOP is zero" in message and "2: its W is zero" in message and "equals init's" in message
+    assert np.isnan(ds.uc_nfc.values).all() and "AGOP is zero" in ds.attrs["notes"]
+
+
+def test_matrices_false_builds_no_matrix_and_gives_the_same_numbers(moved):
+    g = torch.Generator().manual_seed(23)
+    net = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 4 * 4, 50), nn.ReLU(),
+                        nn.Linear(50, 3)).double()  # patches of 27 > 4 channels; 50 > 64 inputs: both forms
+    init = copy.deepcopy(net)
+    net = moved(net, 24, 0.2)
+    x = torch.randn(6, 3, 6, 6, dtype=torch.float64, generator=g)
+    full, lean = measure_nfa(net, x, init), measure_nfa(net, x, init, matrices=False)
+    assert not [name for name in lean.data_vars if "[" in name]
+    for var in ("uc_nfc", "c_nfc", "ratio_c_uc", "dw_rel"):
+        np.testing.assert_allclose(lean[var].values, full[var].values, rtol=1e-10, atol=1e-12)

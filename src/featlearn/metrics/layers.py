@@ -4,10 +4,15 @@ Every measured layer computes h = W p (+ b) at every sample and position, p its 
 token), W the matrix that ``Layer.matrix`` returns. A zero tensor added to h and differentiated against gives ∂f/∂h
 at every sample and position at once (``jacobians``), hence K and the AGOP WᵀKW with respect to p (``model_nfa``).
 
-Found: nn.Linear; nn.Conv1d/2d/3d (W in patch space, as ``conv_nfa``; grouped convs block-diagonal); the q, k, v
-projections and out_proj of nn.MultiheadAttention (torchvision's ViT, nn.Transformer); a fused Linear(C, 3C) named
-in ``FUSED_QKV`` (nanoGPT's ``c_attn``, timm's ``qkv``) split into its q, k, v rows as ``gpt.attention_weights``.
-Separate Linear q/k/v (Hugging Face's q_proj, k_proj, v_proj) are Linears and need nothing more.
+Found: nn.Linear; any other module with a 2-D ``weight`` that computes x Wᵀ + b or x W + b (transformers' ``Conv1D``
+in GPT-2, weight stored in×out), recognised by trying it on a random input rather than by its class;
+nn.Conv1d/2d/3d (W in patch space, as ``conv_nfa``; grouped convs block-diagonal); the q, k, v projections and
+out_proj of nn.MultiheadAttention (torchvision's ViT, nn.Transformer); a fused C → 3C projection named in
+``FUSED_QKV`` (nanoGPT's and GPT-2's ``c_attn``, timm's ``qkv``) split into its q, k, v rows as
+``gpt.attention_weights``. Separate q/k/v Linears (Hugging Face's q_proj, BERT's query) need nothing more.
+
+Not measured, and said so (``scan``'s second result, with how to measure them where there is a way): transposed
+convs, recurrent layers, embeddings, nn.Bilinear, and 2-D-weight modules that compute something else.
 """
 
 from __future__ import annotations
@@ -26,6 +31,18 @@ from featlearn.metrics.jacobians import zero_shifts
 
 FUSED_QKV = ("c_attn", "qkv")
 CONVS = (nn.Conv1d, nn.Conv2d, nn.Conv3d)
+# Layer types with weights that the NFA's h = W p does not describe, and what to do instead.
+NOT_MEASURED = (
+    ((nn.Embedding, nn.EmbeddingBag), "an embedding is a Linear on one-hot inputs: to measure it, feed one-hot "
+     "vectors to an nn.Linear(vocab, dim, bias=False) whose weight is this weight.T"),
+    ((nn.ConvTranspose1d, nn.ConvTranspose2d, nn.ConvTranspose3d), "a transposed conv sums overlapping kernels "
+     "into each output position, so no one matrix maps an input patch to an output; not measured"),
+    ((nn.RNNBase, nn.RNNCellBase), "recurrent weights act at every step on the hidden state as well as the input; "
+     "not measured (unroll the cell into nn.Linear layers to measure its input and hidden maps per step)"),
+    ((nn.Bilinear,), "x₁ᵀ A x₂ is not linear in one input; not measured"),
+)
+OTHER_WEIGHT = ("has a 2-D weight but computes neither x Wᵀ + b nor x W + b on a test input; not measured (wrap "
+                "its linear part in an nn.Linear to measure it)")
 QKV = "qkv"
 Shifts = dict[str, list[torch.Tensor]]
 
@@ -83,25 +100,110 @@ def module_names(model: nn.Module, modules: Iterable[nn.Module]) -> list[str]:
     return [names[id(module)] for module in modules]
 
 
-def find_layers(model: nn.Module, names: Collection[str] | None = None) -> list[Layer]:
-    """Every measurable layer of ``model`` in module order, or those named in ``names``."""
-    found, inside_attention = [], set()
+def _weight(m: nn.Module) -> torch.Tensor:
+    return m.weight
+
+
+def _weight_t(m: nn.Module) -> torch.Tensor:
+    return m.weight.T
+
+
+def _linear_like(module: nn.Module) -> Callable[[nn.Module], torch.Tensor] | None:
+    """How to read W (out, in) off a module that is not an nn.Linear but computes x Wᵀ + b (W = weight) or x W + b
+    (W = weight.T, transformers' Conv1D), found by running it on a random input; None if it computes neither. On the
+    meta device, which computes nothing, only transformers' Conv1D is recognised, by name."""
+    w, b = module._parameters.get("weight"), module._parameters.get("bias")
+    if w.is_meta:
+        return _weight_t if type(module).__name__ == "Conv1D" else None
+    with torch.no_grad():
+        for read in (_weight, _weight_t):
+            mat = read(module)
+            if b is not None and tuple(b.shape) != (mat.shape[0],):
+                continue
+            p = torch.randn(3, mat.shape[1], generator=torch.Generator().manual_seed(0)).to(w.dtype).to(w.device)
+            try:
+                out = module(p)
+            except Exception:  # noqa: BLE001 (any failure means: not this orientation)
+                continue
+            expected = F.linear(p, mat, b)
+            if isinstance(out, torch.Tensor) and out.shape == expected.shape and torch.allclose(
+                    out, expected, rtol=1e-4, atol=1e-5 * float(expected.abs().max().clamp_min(1))):
+                return read
+    return None
+
+
+def _is_weighted(module: nn.Module) -> bool:
+    """A leaf module with a 2-D ``weight`` parameter of its own: possibly Linear-like."""
+    w = module._parameters.get("weight")
+    return (isinstance(w, nn.Parameter) and not isinstance(w, nn.parameter.UninitializedParameter) and w.dim() == 2
+            and next(module.children(), None) is None)
+
+
+def scan(model: nn.Module) -> tuple[list[Layer], dict[str, str]]:
+    """Every measurable layer of ``model`` in module order, and the modules with weights that are not measured, by
+    name, each with the reason and how to measure it where there is a way."""
+    found, skipped, inside_attention = [], {}, set()
     for path, module in model.named_modules():
         if isinstance(module, nn.MultiheadAttention):
             inside_attention.add(module.out_proj)  # its forward never runs: F.multi_head_attention_forward
             found.extend(_attention_layers(path, module))
-        elif isinstance(module, nn.Linear) and module not in inside_attention:
-            fused = path.rpartition(".")[2] in FUSED_QKV and module.out_features == 3 * module.in_features
-            parts = _thirds(module.in_features) if fused else {"": slice(None)}
-            found.extend(Layer(f"{path}.{p}" if p else path, path, "attention" if fused else "linear", path, -1, rows,
-                               lambda m: m.weight) for p, rows in parts.items())
-        elif isinstance(module, CONVS):
+            continue
+        if isinstance(module, CONVS):
             found.append(Layer(path, path, "conv", path, 1, slice(None), _conv_matrix))
+            continue
+        reason = next((why for types, why in NOT_MEASURED if isinstance(module, types)), None)
+        if reason is not None:
+            skipped[path] = f"{type(module).__name__}: {reason}"
+            continue
+        if module in inside_attention:
+            continue
+        if isinstance(module, nn.Linear):
+            read = _weight
+        elif _is_weighted(module):
+            read = _linear_like(module)
+            if read is None:
+                skipped[path] = f"{type(module).__name__}: {OTHER_WEIGHT}"
+                continue
+        else:
+            continue
+        out_features, in_features = read(module).shape
+        fused = path.rpartition(".")[2] in FUSED_QKV and out_features == 3 * in_features
+        parts = _thirds(in_features) if fused else {"": slice(None)}
+        found.extend(Layer(f"{path}.{p}" if p else path, path, "attention" if fused else "linear", path, -1, rows,
+                           read) for p, rows in parts.items())
+    return found, skipped
+
+
+def find_layers(model: nn.Module, names: Collection[str] | None = None) -> list[Layer]:
+    """Every measurable layer of ``model`` in module order, or those named in ``names``; a ValueError naming the fix
+    where none is found or a name is not a measurable layer."""
+    found, skipped = scan(model)
+    return select(model, found, skipped, names)
+
+
+def select(model: nn.Module, found: list[Layer], skipped: dict[str, str],
+           names: Collection[str] | None) -> list[Layer]:
+    """The layers of ``found`` named in ``names`` (all with None), with the argument checks of ``find_layers``."""
+    available = [layer.name for layer in found]
+    if isinstance(names, str):
+        raise TypeError(f"layers= takes a list of layer names, not the string {names!r}: pass [{names!r}]")
+    if names is not None:
+        names = list(names)
+        if not names:
+            raise ValueError(f"layers=[] selects no layer: pass None to measure all, or some of {available}")
+    if not found:
+        told = "".join(f"\n  {path}: {why}" for path, why in skipped.items())
+        raise ValueError(f"no measurable layer in this {type(model).__name__}: the NFA is measured on nn.Linear (and "
+                         "modules computing x Wᵀ + b or x W + b), nn.Conv1d/2d/3d and nn.MultiheadAttention"
+                         + (f"; its layers with weights are not measured:{told}" if told else ""))
     if names is None:
         return found
-    unknown = set(names) - {layer.name for layer in found}
+    for name in names:
+        if name in skipped:
+            raise ValueError(f"layers=: {name!r} is not measured ({skipped[name]}); measurable: {available}")
+    unknown = [name for name in names if name not in available]
     if unknown:
-        raise ValueError(f"no measurable layers named {sorted(unknown)}; found {[layer.name for layer in found]}")
+        raise ValueError(f"layers=: no measurable layers named {unknown}; found {available}")
     return [layer for layer in found if layer.name in names]
 
 
@@ -140,19 +242,21 @@ class _ProjectionShifts(TorchFunctionMode):
 
 
 @contextmanager
-def output_shifts(model: nn.Module, layers: list[Layer]) -> Iterator[Callable[[object], tuple[object, Shifts]]]:
+def output_shifts(model: nn.Module, layers: list[Layer]) -> Iterator[Callable[[object], tuple[object, Shifts, Shifts]]]:
     """While open, ``run(x)`` is ``model(x)`` with a fresh zero shift (requires_grad) added to the output of every
-    layer's site, and returns the model's output and those shifts, {site: [shifts]}, one per call of the site (a
-    module called twice adds two)."""
+    layer's site, and returns the model's output, those shifts, {site: [shifts]}, one per call of the site (a
+    module called twice adds two), and the shifted outputs themselves, likewise."""
     measured = {layer.site for layer in layers}
     shifts: Shifts = {}
+    values: Shifts = {}
 
     def add(site: str, h: torch.Tensor) -> torch.Tensor:
         if site not in measured:
             return h
         (shift,) = zero_shifts([h.shape], h.dtype, h.device)
         shifts.setdefault(site, []).append(shift)
-        return h + shift
+        values.setdefault(site, []).append(h + shift)
+        return values[site][-1]
 
     def output_hook(site: str, first: bool) -> Callable:
         def hook(_module: nn.Module, _args: tuple, out: object) -> object:
@@ -171,10 +275,11 @@ def output_shifts(model: nn.Module, layers: list[Layer]) -> Iterator[Callable[[o
             else:
                 stack.callback(module.register_forward_hook(output_hook(layer.site, False)).remove)
 
-        def run(x: object) -> tuple[object, Shifts]:
+        def run(x: object) -> tuple[object, Shifts, Shifts]:
             shifts.clear()
+            values.clear()
             with _ProjectionShifts(attention, add):
                 out = model(x)
-            return out, dict(shifts)
+            return out, dict(shifts), dict(values)
 
         yield run
