@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= $(shell nproc)
 
-.PHONY: figures readme test lint slurm clean-results
+.PHONY: figures readme manifest compare test lint slurm clean-results
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,16 @@ $(VENV)/slurm/.installed: requirements-slurm.txt $(VENV)/.installed
 # of profiles/default, which Snakemake reads by itself)
 figures: $(VENV)/.installed
 	$(BIN)/snakemake --cores $(CORES) --report report.html --report-after-run
+	@cat results/$$(cat results/scale.txt)/reproduction/check.txt
+
+# publish this build's manifest as reproduction/<scale>.json, the one every later build is checked against (after
+# `make figures`, on purpose: commit it with the README's claims block of the same build)
+manifest: $(VENV)/.installed
+	$(BIN)/snakemake --cores $(CORES) publish_manifest
+
+# every value of two builds, store by store: make compare A=results/quick B=/path/to/colleague/results/quick
+compare: $(VENV)/.installed
+	$(BIN)/python -m featlearn.reproduction compare $(A) $(B)
 
 # rewrite the README's claims block from the quick-scale claims (after `make figures`)
 readme: $(VENV)/.installed

@@ -27,6 +27,7 @@ include: "workflow/rules/metrics.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/report.smk"
 include: "workflow/rules/projection.smk"
+include: "workflow/rules/reproduction.smk"
 
 
 rule all:
@@ -35,7 +36,7 @@ rule all:
         ALL_FIGURES,
         SHORTCUTS,
         REPORT_FILES,
-        [f"{RESULTS}/projection.md"] if REHEARSE else [],
+        [f"{RESULTS}/projection.md"] if REHEARSE else [f"{RESULTS}/reproduction/check.txt"],
 
 
 rule alignment:

@@ -31,8 +31,10 @@ def copy_repo():
     root = Path(__file__).resolve().parents[1]
 
     def copy(dest: Path) -> Path:
-        for name in ("Snakefile", "config.yaml", "workflow", "src"):
+        for name in ("Snakefile", "config.yaml", "workflow", "src", "reproduction"):
             src = root / name
+            if not src.exists():
+                continue
             (shutil.copytree if src.is_dir() else shutil.copy2)(src, dest / name)
         return dest
 

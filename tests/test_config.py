@@ -273,3 +273,11 @@ def test_a_kind_module_without_a_schema_is_named_with_the_fix(monkeypatch):
     with pytest.raises(fc.ConfigError, match=r"kind 'new_kind' \(featlearn.experiments.new_kind\) has no schema; add "
                        r"\$defs.new_kind"):
         validation.validate(copy.deepcopy(CONFIG), SCHEMA)
+
+
+def test_a_build_importing_another_checkouts_featlearn_is_refused(tmp_path):
+    root = Path(__file__).resolve().parents[1]
+    validation.check_own_code(root)  # the tests import this checkout's featlearn
+    with pytest.raises(fc.ConfigError, match=rf"Snakefile is in {tmp_path}, but Python imports featlearn from .*"
+                                          rf"pip install -e {tmp_path}.*PYTHONPATH={tmp_path}/src"):
+        validation.check_own_code(tmp_path)

@@ -54,7 +54,7 @@ def test_the_slurm_profile_routes_partitions_by_its_partition_file():
 def test_a_plain_snakemake_call_reads_the_default_profile(tmp_path, copy_repo):
     repo = copy_repo(tmp_path)
     shutil.copytree(ROOT / "profiles", repo / "profiles")
-    env = {**os.environ, "PYTHONPATH": str(repo / "src")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo / "src"), os.environ.get("PYTHONPATH")]))}
     cmd = [str(Path(sys.executable).with_name("snakemake")), "-n", "figures/smoke/tangent/fig2.pdf", "--config",
            "scale=smoke"]
     proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=300)

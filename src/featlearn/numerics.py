@@ -59,28 +59,45 @@ def check() -> None:
                            "snakemake (the Snakefile pins them) or call featlearn.numerics.pin() before torch loads")
 
 
-def _cpu() -> tuple[str, str]:
-    """(model name, widest vector instruction set) of this CPU, read from /proc/cpuinfo where there is one."""
-    model, flags = platform.processor() or platform.machine(), set()
+def deterministic_cuda() -> None:
+    """Make a GPU job repeat itself bit for bit on one card model: cuBLAS with a fixed workspace and torch's
+    deterministic algorithms (set before CUDA initializes). Where torch has none (the backward of AdaptiveAvgPool2d,
+    in the collapse networks and the VGG) it warns, and the warning, naming the operation, goes to the job's log."""
+    import logging
+
+    import torch
+
+    os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    torch.backends.cudnn.benchmark = False
+    logging.captureWarnings(True)
+
+
+def _cpu() -> tuple[str, str, str]:
+    """(model name, vendor, widest vector instruction set) of this CPU, from /proc/cpuinfo where there is one."""
+    model, vendor, flags = platform.processor() or platform.machine(), "unknown", set()
     try:
         with open("/proc/cpuinfo") as info:
             for line in info:
                 key, _, value = line.partition(":")
                 if key.strip() == "model name":
                     model = value.strip()
+                elif key.strip() == "vendor_id":
+                    vendor = value.strip()
                 elif key.strip() in ("flags", "Features"):
                     flags = set(value.split())
                     break
     except OSError:
         pass
     isa = next((name for name in ("avx512f", "avx2", "avx", "sse4_2", "asimd") if name in flags), "unknown")
-    return model, isa
+    return model, vendor, isa
 
 
-def describe(threads: int) -> str:
+def describe(threads: int, device: object = "cpu") -> str:
     """What decides a result's bits on this machine, as the JSON a store records in its ``numerics`` attribute:
-    the pinned settings, the thread count, the CPU, its native instruction set and the numeric libraries."""
-    model, isa = _cpu()
+    the pinned settings, the thread count, the CPU (its vendor picks MKL's branch), its native instruction set, the
+    numeric libraries and the device the job computed on (a GPU by its model: its kernels are its own)."""
+    model, vendor, isa = _cpu()
     versions = {}
     for name in _LIBRARIES:
         try:
@@ -89,9 +106,12 @@ def describe(threads: int) -> str:
             continue
     torch = sys.modules.get("torch")
     capability = torch.backends.cpu.get_cpu_capability() if torch is not None else None
+    where = str(device)
+    if where.startswith("cuda") and torch is not None:
+        where = f"cuda ({torch.cuda.get_device_name(torch.device(where))})"
     return json.dumps({"pinned": {k: os.environ.get(k) for k in PINNED}, "threads": threads, "cpu": model,
-                       "machine": platform.machine(), "native_isa": isa, "aten_capability": capability,
-                       "libraries": versions}, sort_keys=True)
+                       "vendor": vendor, "machine": platform.machine(), "native_isa": isa,
+                       "aten_capability": capability, "libraries": versions, "device": where}, sort_keys=True)
 
 
 def merged(described: list[str]) -> str:

@@ -26,7 +26,7 @@ def rehearsed(tmp_path_factory, copy_repo):
     repo = copy_repo(tmp_path_factory.mktemp("repo"))
     targets = [f"figures/paper-rehearsal/{f}.pdf" for f in FIGURES]
     targets += [f"results/paper-rehearsal/projection/{f}.csv" for f in FIGURES]
-    env = {**os.environ, "PYTHONPATH": str(repo / "src")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo / "src"), os.environ.get("PYTHONPATH")]))}
     cmd = [str(SNAKEMAKE), *targets, "--cores", "2", "--config", "scale=paper", "rehearse=true",
            f"rehearse_max_n={CAP}", f"data_dir={repo / 'no-datasets'}"]
     proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=1800)

@@ -1,6 +1,8 @@
 """The whole DAG at smoke scale, in a temporary copy of the repository, through real Snakemake."""
 
+import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,11 +13,11 @@ import torch
 import yaml
 
 from featlearn import config as fc
-from featlearn import deps
+from featlearn import deps, numerics, reproduction
 from featlearn import experiments as fx
 from featlearn.figures import figure_numbers
 from featlearn.jobs import LOADED_MODULES, load_tensors
-from featlearn.store import read_store
+from featlearn.store import read_store, write_store
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 CORES = str(os.cpu_count() or 2)  # CI's 2; all of a larger machine's (the GPU one builds the smoke DAG in ~1.5 min)
@@ -27,18 +29,21 @@ pytestmark = pytest.mark.pipeline
 
 
 
-def _snakemake(repo: Path, *targets: str, options: tuple[str, ...] = (), check: bool = True, scale: str = "smoke"):
-    env = {**os.environ, "PYTHONPATH": str(repo / "src")}  # the copy's code, not the checkout's
-    cmd = [str(SNAKEMAKE), *targets, *options, "--cores", CORES, "--config", f"scale={scale}"]
+def _snakemake(repo: Path, *targets: str, options: tuple[str, ...] = (), check: bool = True, scale: str = "smoke",
+               env: dict[str, str] | None = None, config: tuple[str, ...] = ()):
+    # the copy's code first, not the checkout's; packages that come through PYTHONPATH (a GPU bundle) stay behind it
+    env = {**os.environ, **(env or {})}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo / "src"), os.environ.get("PYTHONPATH")]))
+    cmd = [str(SNAKEMAKE), *targets, *options, "--cores", CORES, "--config", f"scale={scale}", *config]
     proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=1200)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
     return proc
 
 
-def _planned_rules(repo: Path, *targets: str, scale: str = "smoke") -> list[str]:
+def _planned_rules(repo: Path, *targets: str, scale: str = "smoke", config: tuple[str, ...] = ()) -> list[str]:
     """The jobs a dry run would execute, as rule names."""
-    proc = _snakemake(repo, *targets, options=("-n", "--quiet", "rules"), scale=scale)
+    proc = _snakemake(repo, *targets, options=("-n", "--quiet", "rules"), scale=scale, config=config)
     rules = []
     for line in proc.stdout.splitlines():
         parts = line.split()
@@ -68,6 +73,86 @@ def test_smoke_build_makes_every_figure_and_store(built):
 
 def test_second_call_does_nothing(built):
     assert _planned_rules(built) == []
+
+
+# One unit of every network kind and trained family (MLPs under GD, SLO and SGD, VGG, GPT, ResNet, the collapse VGG and
+# MLP), Deep RFM and the tangent networks: the part of the smoke DAG a second build repeats under other CPU settings.
+REPRODUCED = ["chain_fig1", "adaptive_slo", "real_mlp", "vgg_cifar", "gpt_shakespeare", "collapse_resnet",
+              "collapse_vgg", "collapse_mlp", "deep_rfm_relu", "tangent_mnist"]
+
+
+def _unit_files(repo: Path) -> list[str]:
+    """The first unit of each REPRODUCED experiment: its run (if trained) and its unit store."""
+    cfg = yaml.safe_load((repo / "config.yaml").read_text()) | {"scale": "smoke"}
+    files = []
+    for name in REPRODUCED:
+        unit_id, unit = next(iter(fx.units(cfg, name).items()))
+        stem = f"{name}/{unit_id}.{fc.spec_hash(unit)}"
+        files += [f"results/smoke/runs/{stem}.pt"] if fx.KINDS[unit["kind"]]["trained"] else []
+        files.append(f"results/smoke/metrics/{stem}.nc")
+    return files
+
+
+def test_the_smoke_build_reproduces_the_published_manifest(built):
+    """Every `all` ends with the reproduction check against reproduction/smoke.json. The published manifest was built
+    on one CPU; MKL's reproducible branch is Intel's AVX2 one on Intel CPUs and its AUTO one elsewhere, so a CPU of
+    the manifest's vendor must reproduce it bitwise, and any other must be told which machines differ."""
+    text = (built / "results/smoke/reproduction/check.txt").read_text()
+    published = json.loads((built / "reproduction/smoke.json").read_text())
+    vendors = {n["vendor"] for n in published["numerics"]}
+    here = json.loads(numerics.describe(1))["vendor"]
+    if vendors == {here}:
+        assert "reproduced bitwise:" in text and "claims: no verdict changed" in text, text
+    else:
+        assert "reproduced bitwise:" in text or "the manifest's build ran on:" in text, text
+
+
+def test_other_cpu_settings_reproduce_every_network_kind_bitwise(built, tmp_path, copy_repo):
+    """MKL limited to AVX2 (what an AVX2-only CPU runs) gives the same runs and stores, bit for bit."""
+    repo = copy_repo(tmp_path)
+    files = _unit_files(repo)
+    _snakemake(repo, *files, env={"MKL_ENABLE_INSTRUCTIONS": "AVX2"})
+    for f in files:
+        ours, theirs = reproduction.variables(built / f), reproduction.variables(repo / f)
+        assert ours.keys() == theirs.keys(), f
+        for name in ours:
+            assert np.array_equal(ours[name], theirs[name], equal_nan=ours[name].dtype.kind == "f"), (f, name)
+
+
+def test_the_thread_count_is_part_of_every_result(built):
+    """Another thread count splits sums otherwise: every training and measurement is planned anew, under other names."""
+    cfg = yaml.safe_load((built / "config.yaml").read_text()) | {"scale": "smoke"}
+    built_stores = {p.name.split(".")[0] for p in (built / "results/smoke/metrics").glob("*.nc")}
+    units = {e: fx.units(cfg, e) for e in built_stores}
+    trained = sum(len(u) for e, u in units.items() if fx.KINDS[cfg["experiments"][e]["kind"]]["trained"])
+    planned = _planned_rules(built, config=("threads=2",))
+    assert planned.count("measure") == sum(map(len, units.values())) and planned.count("train") == trained
+    assert "real_data" not in planned  # data jobs compute with one thread, whatever the config
+    assert _planned_rules(built) == []
+
+
+def test_compare_names_the_perturbed_store_variable_and_difference(built, tmp_path):
+    other = tmp_path / "smoke"
+    shutil.copytree(built / "results/smoke", other)
+    (store,) = (other / "metrics").glob("chain_fig1.*.nc")
+    ds = read_store(store)
+    ds["uc_nfc"][(0,) * ds["uc_nfc"].ndim] += 1e-3
+    write_store(ds, store, ds.attrs)
+    proc = subprocess.run([sys.executable, "-m", "featlearn.reproduction", "compare", str(built / "results/smoke"),
+                           str(other)], capture_output=True, text=True, cwd=built,
+                          env={**os.environ, "PYTHONPATH": str(built / "src")})
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"| metrics/{store.name} | uc_nfc | 0.001 |" in proc.stdout, proc.stdout
+    assert proc.stdout.count("| ✗ |") == 1
+
+
+def test_a_clone_running_another_checkouts_featlearn_stops_before_any_job(built, tmp_path, copy_repo):
+    clone = copy_repo(tmp_path)
+    proc = subprocess.run([str(SNAKEMAKE), "-n", "--config", "scale=smoke"], cwd=clone, capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(built / "src")})
+    assert proc.returncode != 0
+    assert f"Snakefile is in {clone}, but Python imports featlearn from {built / 'src/featlearn'}" in proc.stderr
+    assert "Job stats" not in proc.stdout
 
 
 def test_shortcut_target_builds_from_the_alignment_figure(built):

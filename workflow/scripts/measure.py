@@ -17,7 +17,7 @@ if run is not None:  # the run must be the one this unit names, not one left ove
     check_spec(snakemake.input.run[0], run["spec"], unit)
 ds = kind_of(unit["kind"]).measure(unit, data, run, device)
 attrs = provenance(spec_json(unit), snakemake.params.scale, snakemake.rule, ds.attrs["data_source"],
-                   numerics.describe(unit["threads"]))
+                   numerics.describe(unit["threads"], device))
 write_store(ds, snakemake.output.store, attrs)
 log.info("%s: measured on %s in %.1f s", snakemake.output.store, device, time.monotonic() - began)
 usage.write(snakemake.output.usage, str(device), [snakemake.output.store],

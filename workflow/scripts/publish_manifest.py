@@ -1,0 +1,14 @@
+from pathlib import Path
+
+from featlearn.jobs import start
+from featlearn.reproduction import read_manifest
+
+log = start(snakemake.log[0])
+built = Path(snakemake.input.built)
+read_manifest(built)  # sealed as the manifest rule wrote it
+published = Path(snakemake.params.published)
+published.parent.mkdir(parents=True, exist_ok=True)
+published.write_text(built.read_text())
+message = f"{published}: published from {built}"
+log.info(message)
+Path(snakemake.output[0]).write_text(message + "\n")
