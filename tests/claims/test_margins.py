@@ -153,3 +153,11 @@ def test_the_table_and_the_page_show_the_margin_and_the_fragile_state():
     assert table.startswith("Scale quick: toy 1 passed, 1 fragile, 0 failed, 0 not measured.")
     page = html_page({"toy": (header, checks)})
     assert page.count('<tr class="fragile">') == 1 and "seeds move it by 0.15" in page
+
+
+def test_a_term_exactly_on_a_zero_threshold_decides_and_is_fragile():
+    def check(ds: xr.Dataset) -> Outcome:
+        return Outcome("", (at_least("far", 5.0, 1.0), at_least("tie", 0.0, 0.0)))
+
+    check_ = core.evaluate(Claim("figX.z", "X", "", "", "", ("toy",), check), "toy", {"toy": _toy(1.0)})
+    assert check_.status == PASSED and check_.margin.what == "tie" and check_.verdict == FRAGILE

@@ -456,7 +456,9 @@ def margin(outcome: Outcome, seeds: Sequence[Outcome] = ()) -> Margin | None:
     n = len(seeds) if spreads is not None else 1
 
     def room(i: int) -> float:  # how many times what moves it the term's margin is
-        return abs(terms[i].margin) / moved[i] if moved[i] > 0 else math.inf
+        if moved[i] > 0:
+            return abs(terms[i].margin) / moved[i]
+        return math.inf if terms[i].margin else 0.0  # exactly on a threshold of 0: as close as it gets
 
     if outcome.passed:
         i = min(range(len(terms)), key=room)
