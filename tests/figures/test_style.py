@@ -12,6 +12,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import xarray as xr
+from matplotlib.ticker import MaxNLocator
 
 from featlearn.figures import style
 
@@ -56,16 +57,51 @@ def test_titles_wrap_between_words_but_never_inside_mathtext() -> None:
     plt.close(fig)
 
 
-def test_finish_warns_about_overlaps_but_still_saves(tmp_path, caplog) -> None:
-    fig = style.figure(3, 2, STORE)
+@pytest.mark.parametrize("scale", ["smoke", "quick", "paper", "paper-rehearsal"])
+def test_finish_refuses_overlapping_text_at_every_scale(scale: str, tmp_path) -> None:
+    """The render job fails, naming both texts and their panel, and writes no figure, whatever the scale."""
+    fig = style.figure(3, 2, STORE.assign_attrs(scale=scale))
     ax = fig.subplots()
+    ax.set_title("NFC")
     ax.text(0.5, 0.5, "one", transform=ax.transAxes)
     ax.text(0.5, 0.5, "one", transform=ax.transAxes)
+    with pytest.raises(style.OverlapError) as err:
+        style.finish(fig, tmp_path / "fig.pdf")
+    assert "1 pair(s) of overlapping text" in str(err.value)
+    assert "text of panel 'NFC': 'one' ↔ text of panel 'NFC': 'one'" in str(err.value)
+    assert not (tmp_path / "fig.pdf").exists() and not list(tmp_path.iterdir())
+    assert not plt.fignum_exists(fig.number)
+    assert len(style.text_overlaps(fig)) == 1  # a closed figure can still be checked
+
+
+def test_finish_thins_crowded_tick_labels_and_says_so(tmp_path, caplog) -> None:
+    """A rehearsal's fraction of an epoch on a narrow panel, 0.000 … 0.010 in eleven labels, which collide;
+    finish() draws about half as many ticks, logs it, and saves."""
+    style.apply_style()
+    fig = style.figure(2.4, 2, STORE)  # Fig 13's panel: 1.7 in wide
+    ax = fig.subplots()
+    ax.plot([0, 0.0102], [0.3, 0.5])
+    ax.set(title="MNIST · layer 1", ylabel="NFC")
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=10))
+    assert any("x tick label of panel 'MNIST · layer 1'" in o for o in style.text_overlaps(fig))
     with caplog.at_level(logging.WARNING, logger="featlearn.figures.style"):
         style.finish(fig, tmp_path / "fig.pdf")
     assert (tmp_path / "fig.pdf").read_bytes()[:5] == b"%PDF-"
-    assert any("overlapping text" in r.message for r in caplog.records)
-    assert len(style.text_overlaps(fig)) == 1  # a closed figure can still be checked
+    assert any("crowded x tick labels of panel 'MNIST · layer 1'" in r.getMessage() for r in caplog.records)
+    assert style.text_overlaps(fig) == [] and 2 <= len([x for x in ax.get_xticks() if 0 <= x <= 0.0102]) <= 6
+
+
+def test_sparse_ticks_hold_a_rehearsals_epochs_on_a_narrow_panel() -> None:
+    style.apply_style()
+    fig = style.figure(2.4, 2, STORE)
+    ax = fig.subplots()
+    ax.plot([0, 0.0102], [0.3, 0.5])
+    ax.set(title="MNIST · layer 1", ylabel="NFC")
+    ax.xaxis.set_major_locator(MaxNLocator(nbins=10))
+    assert style.text_overlaps(fig) != []
+    style.sparse_ticks(ax)
+    assert style.text_overlaps(fig) == []
+    plt.close(fig)
 
 
 def drawn_labels(ax: plt.Axes) -> list[str]:

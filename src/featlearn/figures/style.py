@@ -4,8 +4,9 @@ Every figure is made by ``figure()`` and saved by ``finish()``. The builder uses
 provenance footer in the figure's ``supxlabel`` slot and the title in its ``suptitle`` slot, so the layout engine
 reserves a row for each: neither can land on an axis label, however many lines the footer has. Legends outside the
 panels go through ``legend_right()``, in a margin the layout engine widens for them. ``text_overlaps()``
-checks the result with matplotlib's own text extents; ``finish()`` warns about every collision it finds, and the
-tests assert there are none.
+checks the result with matplotlib's own text extents; ``finish()`` thins an axis whose own tick labels collide and
+refuses (``OverlapError``, naming the texts and their panels) any other collision, at every scale, and the tests
+assert that no figure needs either.
 
 Log axes go through ``log_scale()`` (labelled ticks whatever the span) and ordered conditions (init scales, layers,
 blocks) through ``ordered_colors()``. Every spread, a band (``sample_sd()``) or a '± sd' in text (``mean_sd()``), is the
@@ -262,11 +263,27 @@ def log_scale(ax: Axes, axis: str = "y", nbins: int = 4) -> None:
     target.set_minor_formatter(plt.NullFormatter())
 
 
+def sparse_ticks(ax: Axes, axis: str = "x", nbins: int = 3) -> None:
+    """At most nbins + 1 round ticks on ax's linear x or y axis: a panel about 2 in wide then holds its labels
+    whatever the span, 0 … 150 epochs or a rehearsal's 0.000 … 0.010 (matplotlib's default puts five labels such as
+    0.0025 there, which collide)."""
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    target.set_major_locator(MaxNLocator(nbins=nbins, steps=[1, 2, 2.5, 5, 10], min_n_ticks=2))
+
+
 # Overlap check --------------------------------------------------------------------------------------------------
+
+
+class OverlapError(RuntimeError):
+    """A figure whose texts overlap: its render job fails rather than write a figure that cannot be read."""
 
 
 def _shown(text: Text) -> bool:
     return text.get_visible() and bool(text.get_text().strip()) and text.get_alpha() != 0
+
+
+def _panel(ax: Axes) -> str:
+    return f" of panel '{ax.get_title() or ax.get_label()}'"
 
 
 def _tick_labels(axis: Axis) -> Iterator[tuple[Text, str]]:
@@ -283,64 +300,62 @@ def _tick_labels(axis: Axis) -> Iterator[tuple[Text, str]]:
                 yield label, f"{name} tick label"
 
 
-def _axes_texts(ax: Axes) -> Iterator[tuple[Text, str]]:
-    """Every text an axes draws, with what it is."""
-    where = f" of panel '{ax.get_title() or ax.get_label()}'"
+def _axes_texts(ax: Axes) -> Iterator[tuple[Text, str, Axis | None]]:
+    """Every text an axes draws, with what it is and, for a tick label, its axis."""
+    where = _panel(ax)
     for child in ax.get_children():
         if not child.get_visible():
             continue
         if isinstance(child, Axis):
             if not ax.axison:
                 continue
-            yield child.label, f"{child.axis_name} label{where}"
-            yield child.offsetText, f"{child.axis_name} offset{where}"
+            yield child.label, f"{child.axis_name} label{where}", None
+            yield child.offsetText, f"{child.axis_name} offset{where}", None
             for label, what in _tick_labels(child):
-                yield label, what + where
+                yield label, what + where, child
         elif isinstance(child, Legend):
-            yield from ((t, f"legend{where}") for t in [child.get_title(), *child.get_texts()])
+            yield from ((t, f"legend{where}", None) for t in [child.get_title(), *child.get_texts()])
         elif isinstance(child, Text):
-            yield child, ("title" if child in (ax.title,) else "text") + where
+            yield child, ("title" if child in (ax.title,) else "text") + where, None
         else:
-            yield from ((t, f"text{where}") for t in child.findobj(Text, include_self=False))
+            yield from ((t, f"text{where}", None) for t in child.findobj(Text, include_self=False))
 
 
-def _figure_texts(fig: FigureBase) -> Iterator[tuple[Text, str]]:
+def _figure_texts(fig: FigureBase) -> Iterator[tuple[Text, str, Axis | None]]:
     """Every text of a figure and its subfigures, with what it is."""
     label = "figure" if fig is fig.figure else "subfigure"
     for attr, what in (("_suptitle", "suptitle"), ("_supxlabel", "footer/supxlabel"), ("_supylabel", "supylabel")):
         text = getattr(fig, attr, None)
         if text is not None:
-            yield text, f"{label} {what}"
-    yield from ((t, f"{label} text") for t in fig.texts)
+            yield text, f"{label} {what}", None
+    yield from ((t, f"{label} text", None) for t in fig.texts)
     for legend in fig.legends:
-        yield from ((t, f"{label} legend") for t in [legend.get_title(), *legend.get_texts()])
+        yield from ((t, f"{label} legend", None) for t in [legend.get_title(), *legend.get_texts()])
     for ax in fig.axes if fig is fig.figure else []:
         if ax.get_visible():
             yield from _axes_texts(ax)
 
 
-def text_overlaps(fig: Figure) -> list[str]:
-    """'A ↔ B' for every pair of drawn texts (titles, labels, tick labels, legends, annotations, footer) whose
-    boxes overlap once the figure is laid out, by matplotlib's own extents. The figure is laid out twice, as
-    savefig(bbox_inches="tight") does: the first pass places titles before fixed-aspect panels (heatmaps) shrink."""
+def _collisions(fig: Figure) -> list[tuple[tuple[str, Axis | None], tuple[str, Axis | None]]]:
+    """Every pair of drawn texts whose boxes overlap, each as (name, its axis if a tick label)."""
     if not hasattr(fig.canvas, "get_renderer"):  # closed by finish(): give it a canvas that measures text again
         FigureCanvasAgg(fig)
     fig.draw_without_rendering()
-    fig.draw_without_rendering()
+    if any(ax.get_aspect() != "auto" or ax.get_box_aspect() is not None for ax in fig.get_axes()):
+        fig.draw_without_rendering()  # fixed-aspect panels shrank after the first pass placed their titles
     renderer = fig.canvas.get_renderer()
     subfigures = [f for f in fig.findobj(lambda a: isinstance(a, FigureBase)) if f is not fig]
-    found = [pair for source in (fig, *subfigures) for pair in _figure_texts(source)]
+    found = [item for source in (fig, *subfigures) for item in _figure_texts(source)]
     seen: set[int] = set()
-    texts, names, boxes = [], [], []
-    for text, what in found:
+    names, boxes = [], []
+    for text, what, axis in found:
         if id(text) in seen or not _shown(text):
             continue
         seen.add(id(text))
         box = text.get_window_extent(renderer)
         if box.width <= 0 or box.height <= 0:
             continue
-        texts.append(text)
-        names.append(f"{what}: {text.get_text()[:40]!r}")
+        names.append((f"{what}: {text.get_text()[:40]!r}", axis))
         boxes.append(box.extents)
     if not boxes:
         return []
@@ -348,17 +363,74 @@ def text_overlaps(fig: Figure) -> list[str]:
     wide = np.minimum(b[:, None, 2], b[None, :, 2]) - np.maximum(b[:, None, 0], b[None, :, 0])
     tall = np.minimum(b[:, None, 3], b[None, :, 3]) - np.maximum(b[:, None, 1], b[None, :, 1])
     hits = np.argwhere(np.triu((wide > OVERLAP_PX) & (tall > OVERLAP_PX), k=1))
-    return [f"{names[i]} ↔ {names[j]}" for i, j in hits]
+    return [(names[i], names[j]) for i, j in hits]
 
 
-def finish(fig: Figure, out: Path) -> None:
-    """Warn about any overlapping texts (a paper-scale build must not fail over layout), save a vector PDF
-    atomically, close the figure."""
-    out = Path(out)
-    for overlap in text_overlaps(fig):
-        log.warning("%s: overlapping text: %s", out, overlap)
+def text_overlaps(fig: Figure) -> list[str]:
+    """'A ↔ B' for every pair of drawn texts (titles, labels, tick labels, legends, annotations, footer) whose
+    boxes overlap once the figure is laid out, by matplotlib's own extents; each names the text, what it is and its
+    panel. A figure with fixed-aspect panels (heatmaps, colour bars) is laid out twice, as savefig(bbox_inches="tight")
+    does: the first pass places titles before those panels shrink."""
+    return [f"{a} ↔ {b}" for (a, _), (b, _) in _collisions(fig)]
+
+
+def _thin_ticks(axis: Axis) -> bool:
+    """Fewer labelled ticks on an axis whose own tick labels collide (a long span, a narrow panel, labels such as
+    0.0025 on a rehearsal's fraction of an epoch); False where the axis cannot thin (fixed ticks, a log axis already
+    at its fewest). The axis keeps its formatter and, with MaxNLocator, round steps."""
+    ticks = [t for t in axis.get_majorticklocs() if np.isfinite(t)]
+    locator = axis.get_major_locator()
+    if isinstance(locator, _SpanLogLocator):
+        if locator.nbins <= 2:
+            return False
+        nbins = max(2, locator.nbins // 2)
+        axis.set_major_locator(_SpanLogLocator(nbins=nbins))
+        axis.set_minor_locator(_SpanLogLocator(minor=True, nbins=nbins))
+        formatter = axis.get_major_formatter()
+        if isinstance(formatter, _SpanLogFormatter):
+            formatter.nbins = nbins
+        return True
+    if axis.get_scale() != "linear" or not isinstance(locator, MaxNLocator) or len(ticks) <= 2:
+        return False
+    axis.set_major_locator(MaxNLocator(nbins=max(1, len(ticks) // 2 - 1), steps=[1, 2, 2.5, 5, 10], min_n_ticks=2))
+    return True
+
+
+def settle_overlaps(fig: Figure, out: Path | str = "figure") -> None:
+    """Check the figure's texts: where only an axis's own tick labels collide, thin that axis's ticks and say so;
+    any other collision, or one that thinning does not clear, raises OverlapError naming every pair (the texts,
+    what they are and their panel)."""
+    pairs = _collisions(fig)
+    for _ in range(3):
+        crowded = {id(a): a for (_, a), (_, b) in pairs if a is not None and a is b}
+        thinned = [axis for axis in crowded.values() if _thin_ticks(axis)]
+        if not thinned:
+            break
+        for axis in thinned:
+            log.warning("%s: overlapping text: crowded %s tick labels%s, drawn with fewer ticks", out,
+                        axis.axis_name, _panel(axis.axes))
+        pairs = _collisions(fig)
+    if pairs:
+        listing = "\n  ".join(f"{a} ↔ {b}" for (a, _), (b, _) in pairs)
+        raise OverlapError(f"{out}: {len(pairs)} pair(s) of overlapping text, so the figure is not written "
+                           f"(fix its layout in its figure module):\n  {listing}")
+
+
+def _save(fig: Figure, out: Path) -> None:
+    """Save a vector PDF atomically: a killed job never leaves a half-written figure."""
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.stem}.{os.getpid()}.tmp.pdf")
     fig.savefig(tmp, bbox_inches="tight")
     os.replace(tmp, out)
-    plt.close(fig)
+
+
+def finish(fig: Figure, out: Path) -> None:
+    """Check the figure's texts (``settle_overlaps``: crowded ticks thinned, any other overlap raises
+    OverlapError, so the render job fails at every scale rather than write an unreadable figure), save it, close
+    it."""
+    out = Path(out)
+    try:
+        settle_overlaps(fig, out)
+        _save(fig, out)
+    finally:
+        plt.close(fig)

@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
 from featlearn.figures.alignment.panels import plot_seed_mean, seeds_note, with_divergence
-from featlearn.figures.style import C_COLOR, PALETTE, UC_COLOR, log_scale, ordered_colors
+from featlearn.figures.style import C_COLOR, PALETTE, UC_COLOR, log_scale, ordered_colors, sparse_ticks
 
 PEARSON = "pearson"  # the released Fig 2 code's ρ̄ (spec §1.4): Figs 2 and 13
 COSINE = "cosine"  # the paper's ρ: every other figure
@@ -65,10 +65,12 @@ def present_seeds(run: xr.Dataset, loss: str) -> xr.Dataset:
 
 
 def nfc_panel(ax: Axes, run: xr.Dataset, convention: str, title: str, x: str, **where: object) -> list[Line2D]:
-    """UC-NFC (blue) and C-NFC (green) of one layer (selected by `where`) vs x, mean ± sd over seeds."""
+    """UC-NFC (blue) and C-NFC (green) of one layer (selected by `where`) vs x, mean ± sd over seeds; few x ticks,
+    as these panels stand five or six abreast (a rehearsal's epochs 0.0025 apart would collide)."""
     handles = [plot_seed_mean(ax, run[var].sel(convention=convention, **where), color, label, x=x)
                for var, color, label in NFC_VARS]
     ax.set_title(title)
+    sparse_ticks(ax)
     return handles
 
 
