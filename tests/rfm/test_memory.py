@@ -1,10 +1,11 @@
-"""Deep RFM's memory bound: one layer holds at most two N×N float64 buffers (the kernel matrix and its Cholesky
-factor), so the paper's N = 50,000 fits one 80 GB GPU (40 GB for the two).
+"""Deep RFM's memory bound: one layer holds one N×N float64 buffer (the kernel matrix, factorized in place), at most 9
+bytes per N² with everything else, so the paper's N = 50,000 fits a 24 GB card (20 GB for the buffer). The two-buffer
+solve, kept for comparison, peaks at just over two (``benchmarks/deep_rfm.py --memory --solve two_buffers``).
 
 Measured, not timed: one layer at N = 3000 in a fresh process, its peak resident memory (Linux VmHWM, reset to the
 current RSS just before the layer) minus the RSS before it. glibc is told to map every block over 1 MB on its own
 (MALLOC_MMAP_THRESHOLD_), so a freed buffer leaves RSS at once and the peak counts live tensors, not heap reuse.
-The full-matrix implementation this replaced peaked at 5 N×N buffers here (d = 50; 12 at MNIST's d = 784, N = 4000).
+The full-matrix implementation before it peaked at 5 N×N buffers here (d = 50; 12 at MNIST's d = 784, N = 4000).
 """
 
 import os
@@ -16,7 +17,7 @@ import pytest
 import torch
 
 from featlearn import memory
-from featlearn.rfm.deep_rfm import layer_bytes, pm_one_hot, rfm_layer
+from featlearn.rfm.deep_rfm import SOLVES, choose_solve, deep_rfm, layer_bytes, pm_one_hot, rfm_layer, run_bytes
 
 N = 3000
 NN_BYTES = 8 * N * N  # one N×N float64 buffer, 72 MB
@@ -31,7 +32,8 @@ import torch
 from featlearn.rfm.deep_rfm import pm_one_hot, rfm_layer
 
 torch.set_num_threads(1)
-n, kernel, d, width, activation = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+n, kernel, d, width = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
+activation, solve, overwrite = sys.argv[5], sys.argv[6], sys.argv[7] == "1"
 
 
 def status(key):
@@ -42,11 +44,11 @@ g = torch.Generator().manual_seed(0)
 labels = torch.arange(n) % 10
 x = torch.randn(10, d, dtype=torch.float64, generator=g)[labels] + torch.randn(n, d, dtype=torch.float64, generator=g)
 y = pm_one_hot(labels)
-layer = {"kernel": kernel, "width": width, "activation": activation}
-rfm_layer(x[:300], y[:300], g, **layer)  # warm-up: BLAS and LAPACK buffers, lazy initialization
+layer = {"kernel": kernel, "width": width, "activation": activation, "solve": solve}
+rfm_layer(x[:300].clone(), y[:300], g, overwrite=overwrite, **layer)  # warm-up: BLAS and LAPACK, lazy initialization
 Path("/proc/self/clear_refs").write_text("5")  # VmHWM := current RSS
 base = status("VmRSS")
-rfm_layer(x, y, g, **layer)
+rfm_layer(x, y, g, overwrite=overwrite, **layer)
 print(status("VmHWM") - base)
 """
 
@@ -55,12 +57,13 @@ PEAK_RSS = pytest.mark.skipif(not os.access("/proc/self/clear_refs", os.W_OK),
                               reason="needs Linux's resettable peak RSS")
 
 
-def layer_peak(n: int, kernel: str, d: int = 50, width: int = 64, activation: str = "relu") -> int:
+def layer_peak(n: int, kernel: str, d: int = 50, width: int = 64, activation: str = "relu", solve: str = "in_place",
+               overwrite: bool = False) -> int:
     """Bytes one layer on (n, d) inputs adds to the peak RSS of a fresh process."""
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(1 << 20), "OMP_NUM_THREADS": "1"}
     src = str(Path(__file__).resolve().parents[2] / "src")  # this checkout's code, whatever is installed
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [src, env.get("PYTHONPATH")]))
-    args = [str(n), kernel, str(d), str(width), activation]
+    args = [str(n), kernel, str(d), str(width), activation, solve, str(int(overwrite))]
     done = subprocess.run([sys.executable, "-c", LAYER, *args], capture_output=True, text=True, env=env, check=True,
                           timeout=600)
     return int(done.stdout.split()[-1])
@@ -68,22 +71,73 @@ def layer_peak(n: int, kernel: str, d: int = 50, width: int = 64, activation: st
 
 @PEAK_RSS
 @pytest.mark.parametrize("kernel", ["laplace", "gaussian"])
-def test_one_layer_peaks_at_two_n_by_n_buffers(kernel):
+def test_one_layer_peaks_at_one_n_by_n_buffer(kernel):
+    """At most 9 bytes per N²: K (8) factorized in place; the normalized X and small arrays add about 0.4 here."""
     peak = layer_peak(N, kernel)
-    # K and its factor are both alive during the solve (2); the (N, d) and (N, width) arrays add about 0.1
-    assert 1.9 < peak / NN_BYTES < 2.5, f"one layer at N = {N} peaked at {peak / NN_BYTES:.2f} N×N float64 buffers"
-    assert 2 * NN_BYTES <= layer_bytes(N, 50, 64)
+    assert 0.95 * NN_BYTES < peak <= 9 * N * N, f"one layer at N = {N} peaked at {peak / N**2:.2f} bytes per N²"
+    assert NN_BYTES <= layer_bytes(N, 50, 64) < 2 * NN_BYTES
     assert peak <= layer_bytes(N, 50, 64), f"layer_bytes {layer_bytes(N, 50, 64):,} < measured peak {peak:,}"
 
 
 @PEAK_RSS
-@pytest.mark.parametrize(("n", "d", "width", "activation"), [
-    (1000, 784, 4096, "cos"),  # the features step sets the peak
-    (400, 784, 1024, "relu"),  # the thin route (n < d)
+@pytest.mark.parametrize(("n", "d", "width", "activation", "overwrite"), [
+    (1000, 784, 4096, "cos", False),  # the features step sets the peak
+    (400, 784, 1024, "relu", True),  # the thin route (n < d), X normalized in place
 ])
-def test_layer_bytes_bounds_the_peak_where_the_solve_does_not_set_it(n, d, width, activation):
-    peak = layer_peak(n, "laplace", d, width, activation)
-    assert peak <= layer_bytes(n, d, width), f"layer_bytes {layer_bytes(n, d, width):,} < measured peak {peak:,}"
+def test_layer_bytes_bounds_the_peak_where_the_solve_does_not_set_it(n, d, width, activation, overwrite):
+    peak = layer_peak(n, "laplace", d, width, activation, overwrite=overwrite)
+    need = layer_bytes(n, d, width, overwrite=overwrite)
+    assert peak <= need, f"layer_bytes {need:,} < measured peak {peak:,}"
+
+
+@PEAK_RSS
+def test_a_layer_that_may_overwrite_its_input_saves_the_normalized_copy():
+    n, d = 1200, 1400  # the thin route: X (n, d) is 1.2 N×N buffers here, so its copy shows
+    copy, in_place = (layer_peak(n, "laplace", d, 64, overwrite=overwrite) for overwrite in (False, True))
+    assert copy - in_place > 0.8 * 8 * n * d, f"normalizing in place saved {(copy - in_place) / 1e6:.0f} MB"
+    assert layer_bytes(n, d, 64) - layer_bytes(n, d, 64, overwrite=True) == 8 * n * d
+
+
+def test_the_needs_at_the_papers_n():
+    """N = 50,000: the in-place layer fits 22 GB with its input, half the two-buffer one (41.7 GB before)."""
+    for d, width in ((3072, 4096), (784, 4096), (4096, 4096), (3072, 1024), (1024, 1024)):
+        assert 20e9 < run_bytes(50_000, d, width) <= 22e9, (d, width)
+        assert run_bytes(50_000, d, width, solve="two_buffers") > 40e9
+    assert layer_bytes(50_000, 4096, 4096, solve="two_buffers") == pytest.approx(41.7e9, rel=1e-3)
+    assert layer_bytes(50_000, 4096, 4096) == pytest.approx(21.7e9, rel=1e-3)
+    # float32 features: a K built row block by row block into float64, never a float32 N×N beside it
+    assert layer_bytes(50_000, 4096, 4096, dtype=torch.float32) < 21.7e9 + 1e9
+    with pytest.raises(ValueError, match="unknown solve 'lu'"):
+        layer_bytes(10, 2, 4, solve="lu")
+
+
+def test_a_run_takes_the_two_buffer_solve_only_where_it_fits(monkeypatch, caplog):
+    need = {solve: run_bytes(4000, 784, 1024, solve=solve) for solve in SOLVES}
+    monkeypatch.setattr(memory, "available_bytes", lambda device: need["two_buffers"])
+    assert choose_solve(4000, 784, 1024, torch.float64, "cpu", "two_buffers") == "two_buffers"
+    assert choose_solve(4000, 784, 1024, torch.float64, "cpu") == "in_place"  # the default prefers the leanest
+    monkeypatch.setattr(memory, "available_bytes", lambda device: need["two_buffers"] - 1)
+    with caplog.at_level("INFO", logger="featlearn.rfm.deep_rfm"):
+        assert choose_solve(4000, 784, 1024, torch.float64, "cpu", "two_buffers") == "in_place"
+    assert "two N×N float64 buffers, K and its Cholesky factor would need" in caplog.text
+    assert "one N×N float64 buffer, K factorized in place fits: taking it" in caplog.text
+
+
+def test_a_run_records_its_solve_in_the_store_and_log_and_both_solves_give_the_same_store(monkeypatch, caplog):
+    g = torch.Generator().manual_seed(0)
+    labels = torch.arange(60) % 3
+    x = torch.randn(3, 40, generator=g)[labels] + torch.randn(60, 40, generator=g)  # float32: the run copies it
+    x[1] = x[0]  # a duplicate: K is singular, the in-place solve rebuilds K for its jitter retry
+    before = x.clone()
+    kw = dict(depth=3, kernel="gaussian", width=32, gram_layers=(1, 3), gram_per_class=4)
+    with caplog.at_level("INFO", logger="featlearn.rfm.deep_rfm"):
+        runs = {solve: deep_rfm(x, labels, torch.Generator().manual_seed(1), solve=solve, **kw) for solve in SOLVES}
+    assert "solve: one N×N float64 buffer, K factorized in place" in caplog.text
+    assert {solve: ds.attrs["solve"] for solve, ds in runs.items()} == {solve: solve for solve in SOLVES}
+    assert (runs["in_place"].jitter > 0).any()
+    a, b = (ds.drop_vars("seconds").drop_attrs() for ds in runs.values())
+    assert a.identical(b)
+    assert torch.equal(x, before)  # the run normalized its own float64 copy in place, not the caller's X
 
 
 def test_a_layer_too_big_for_its_device_stops_before_allocating(monkeypatch):

@@ -47,27 +47,30 @@ def check(exp: dict, where: str) -> list[str]:
 
 
 def measure(unit: dict, data: list[dict], run: None, device: Any) -> Any:
-    """Deep RFM on the unit's dataset, in float64 on ``device`` (the job's: the paper's N = 50,000 needs one GPU).
-    The random features come from a CPU generator, so a seed draws the same features on every device."""
+    """Deep RFM on the unit's dataset, in float64 on ``device`` (the job's: the paper's N = 50,000 needs 21.7 GB of
+    it, ``rfm.deep_rfm.run_bytes``). The run gets the prepared data as it is and makes its own float64 copy on
+    ``device``, the only one there. The random features come from a CPU generator, so a seed draws the same features
+    on every device. The store's ``solve`` attribute names the solve the run took (``rfm.deep_rfm.SOLVES``)."""
     import torch
 
     from featlearn.rfm.deep_rfm import deep_rfm
 
     model, name, prepared = unit["model"], unit["dataset"], data[0]
-    x = prepared["x_train"].to(device=device, dtype=torch.float64)
+    x = prepared["x_train"]
     kernel = model["kernel"][name]
     generator = torch.Generator().manual_seed(zlib.crc32(f"deep_rfm/{name}/{unit['seed']}".encode()))
     log.info("deep_rfm %s: N = %d, d = %d, kernel %s, %s width %d, on %s", name, *x.shape, kernel,
              model["activation"], model["width"], device)
     ds = deep_rfm(
-        x, prepared["labels_train"], generator, depth=model["depth"], kernel=kernel, bandwidth=model["bandwidth"],
+        x, prepared["labels_train"], generator, device=device, dtype=torch.float64, depth=model["depth"],
+        kernel=kernel, bandwidth=model["bandwidth"],
         ridge=model["ridge"], activation=model["activation"], width=model["width"], gamma=model["gamma"],
         normalize_agop=model["normalize_agop"], gram_layers=tuple(unit["gram"]["layers"]),
         gram_per_class=unit["gram"]["per_class"],
     )
     nc1 = ds.nc1.sel(stage="X")
-    log.info("deep_rfm %s: NC1(X) layer 1 %.3g, layer %d %.3g; %.1f s", name, float(nc1.isel(layer=0)),
-             model["depth"], float(nc1.isel(layer=-1)), float(ds.seconds.sum()))
+    log.info("deep_rfm %s: NC1(X) layer 1 %.3g, layer %d %.3g; %.1f s; solve %s", name, float(nc1.isel(layer=0)),
+             model["depth"], float(nc1.isel(layer=-1)), float(ds.seconds.sum()), ds.attrs["solve"])
     return ds.assign_attrs(dataset=name, kernel=kernel, data_source=prepared["source"])
 
 
@@ -88,6 +91,7 @@ def combine(exp: dict, parts: dict[str, tuple[dict, Any]]) -> Any:
         "width": model["width"], "gamma": model["gamma"], "normalize_agop": int(model["normalize_agop"]),
         "n_samples": exp["data"]["n"], "seed": exp["seed"],
         **{f"kernel_{part.attrs['dataset']}": part.attrs["kernel"] for part in stores},
+        **{f"solve_{part.attrs['dataset']}": part.attrs["solve"] for part in stores},  # rfm.deep_rfm.SOLVES
         "data_source": ";\n".join(part.attrs["data_source"] for part in stores),  # one line each in figure footers
     })
     return store

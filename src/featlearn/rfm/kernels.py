@@ -52,7 +52,9 @@ def mahalanobis_distances(
     zz = x if z is None else z
     mx = x if m is None else x @ m
     mz = zz if m is None else (mx if z is None else zz @ m)
-    return _distances_(mx @ zz.T, (mx * x).sum(1), (mz * zz).sum(1), 0 if z is None else None)
+    # the squared norms first: their (n, d) products are gone before the (n, p) buffer arrives
+    sq_rows, sq_cols = (mx * x).sum(1), (mz * zz).sum(1)
+    return _distances_(mx @ zz.T, sq_rows, sq_cols, 0 if z is None else None)
 
 
 def _laplace_(r: torch.Tensor, bandwidth: float) -> torch.Tensor:
@@ -106,6 +108,24 @@ def kernel_matrix(
     becomes the kernel in place."""
     check_kernel(kernel, bandwidth)
     return PROFILES[kernel](mahalanobis_distances(x, z, m), bandwidth)
+
+
+def kernel_matrix_float64(
+    kernel: str, x: torch.Tensor, *, bandwidth: float = 2.0, block_rows: int = GRADIENT_BLOCK_ROWS
+) -> torch.Tensor:
+    """k(X, X) in one float64 (N, N) buffer, the one an in-place solve factorizes. A float64 X takes ``kernel_matrix``'s
+    single matmul (the same K, bit for bit); any other dtype fills the buffer ``block_rows`` rows at a time, each block
+    computed in X's dtype, so no second N×N matrix (X's dtype, then its float64 copy) is ever alive."""
+    check_kernel(kernel, bandwidth)
+    if x.dtype == torch.float64:
+        return kernel_matrix(kernel, x, bandwidth=bandwidth)
+    out = torch.empty(len(x), len(x), dtype=torch.float64, device=x.device)
+    sq = (x * x).sum(1)
+    for start in range(0, len(x), block_rows):
+        rows = x[start : start + block_rows]
+        r = _distances_(rows @ x.T, sq[start : start + block_rows], sq, start)
+        out[start : start + len(rows)].copy_(PROFILES[kernel](r, bandwidth))
+    return out
 
 
 def _class_gradients(
