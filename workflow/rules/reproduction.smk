@@ -26,7 +26,6 @@ rule manifest:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),
     params:
-        results=RESULTS,
         scale=TAG,
     script:
         "../scripts/manifest.py"
@@ -46,7 +45,6 @@ rule reproduction_check:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),
     params:
-        where=RESULTS,
         published=PUBLISHED_MANIFEST,
     script:
         "../scripts/reproduction_check.py"
