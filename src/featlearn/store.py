@@ -7,7 +7,7 @@ the creation time and the producing rule. A write goes to a temporary
 file first and is renamed into place, so a killed job never leaves a store that looks done;
 a digest of the values (attribute ``sha256``) lets every reader detect a corrupted store.
 
-Every store has one shape of time (DESIGN.md §6): one dimension, ``step``, and
+Every store has one shape of time (docs/design.md, Stores): one dimension, ``step``, and
 readers reduce and index along it by position (first, last finite, early) and plot against
 the coordinate their figure is drawn against:
 

@@ -1,4 +1,5 @@
-"""The smoke DAG through a real single-node SLURM (../shared/cluster) with the shipped profile (profiles/slurm).
+"""The smoke DAG through a real single-node SLURM (started by the
+slurm_up.sh that CLUSTER names) with the shipped profile (profiles/slurm).
 
 Every heavy job (data, training, measurement) must run as a SLURM job (its log records ``slurm_job_id``) and every
 light one (figures, combining, claims) where Snakemake runs; a training job cancelled with ``scancel`` must resume

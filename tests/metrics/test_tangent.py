@@ -37,7 +37,7 @@ def test_batched_jacobian_equals_per_sample_autograd(bias):
 
 
 def test_layer_kernels_match_the_closed_form():
-    # spec §1.2, no bias: K^(1) = (x·x')(δ1·δ1'), K^(2) = (h1·h1')(δ2·δ2'), K^(3) = h2·h2'.
+    # no bias: K^(1) = (x·x')(δ1·δ1'), K^(2) = (h1·h1')(δ2·δ2'), K^(3) = h2·h2'.
     model, x = _net(False), _x()
     w1, w2, w3 = (m.weight.detach() for m in model.layers)
     a1 = x @ w1.T
@@ -126,10 +126,10 @@ def test_linear_factors_reject_non_linear_parameters():
         tg.tangent_features(model, _x())
 
 
-# --- penalties (Fig 2, spec §1.9) ---
+# --- penalties (Fig 2, docs/figures/tangent.md) ---
 
 V_TABLE = np.array([0.1, 0.5, 0.7071, 1, 2, 5, 10, 100])
-SPEC_TABLE = {  # spec §1.9, reference values (5 significant digits)
+SPEC_TABLE = {  # reference values (5 significant digits)
     "w1": [0.00990, 0.21139, 0.38247, 0.66950, 1.86862, 6.24653, 14.40403, 180.7436],
     "w2": [0.01000, 0.25000, 0.49999, 0.88988, 2.00000, 4.52605, 7.77205, 39.7163],
     "w3": [0.00990, 0.21139, 0.38247, 0.66900, 1.53938, 3.36743, 5.52255, 22.5603],
@@ -178,7 +178,7 @@ def test_effective_penalties_are_subquadratic_with_quadratic_start():
 
 
 def test_effective_penalty_tails_follow_the_power_rule():
-    # ω(z) ~ z^p gives ω̃(v) ~ v^(2p/(p+2)): exponents 1, 2/3, 1/2 for ω1, ω2, ω3 (spec §1.9).
+    # ω(z) ~ z^p gives ω̃(v) ~ v^(2p/(p+2)): exponents 1, 2/3, 1/2 for ω1, ω2, ω3.
     v = np.array([1e4, 2e4])
     for omega, exponent in ((tg.omega_quadratic, 1.0), (tg.omega_abs, 2 / 3), (_omega3, 0.5)):
         slope = np.diff(np.log(tg.effective_penalty(omega, v)))[0] / math.log(2)

@@ -1,4 +1,4 @@
-"""Early-time theory (metrics/theory.py) against exact identities and Monte Carlo (spec §1.7, §1.8)."""
+"""Early-time theory (metrics/theory.py) against exact identities and Monte Carlo (docs/figures/alignment.md)."""
 
 from __future__ import annotations
 
@@ -122,7 +122,7 @@ def test_quadratic_net_ptk_equals_autograd_ptk():
 
 
 def test_wick_moments_of_quadratic_ptk():
-    # Our Wick computation (spec §1.7): E[𝒦] = 4XXᵀ, E[𝒦²] = 16[(1 + 5/k)(XXᵀ)² + (3/k) tr(XᵀX) XXᵀ].
+    # Our Wick computation (docs/figures/alignment.md): E[𝒦] = 4XXᵀ, E[𝒦²] = 16[(1 + 5/k)(XXᵀ)² + (3/k) tr(XᵀX) XXᵀ].
     n, d, k, samples = 4, 3, 16, 100_000
     g = torch.Generator().manual_seed(0)
     x = torch.randn(n, d, generator=g, dtype=F64) * torch.tensor([2.0, 1.0, 0.25], dtype=F64)
@@ -191,7 +191,7 @@ def reversal(n: int, x_scale: float | None, eps2: float) -> tuple[float, float]:
     ],
 )
 def test_alignment_reversing_data_reverses_alignment(x_scale, eps2):
-    # Spec §1.8 acceptance: ρ_2nd high at γ = 1, clearly lower at small γ (n = d = k = 128).
+    # The acceptance test of docs/figures/alignment.md: ρ_2nd high at γ = 1, clearly lower at small γ (n = d = k = 128).
     low, high = reversal(128, x_scale, eps2)
     assert high > 0.85
     assert low < high - 0.15, f"ρ_2nd(γ=0.05) = {low:.3f} vs ρ_2nd(γ=1) = {high:.3f}"

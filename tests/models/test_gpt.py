@@ -13,7 +13,7 @@ def _tiny(seed=0, **kwargs):
 
 def test_paper_config_parameter_count():
     model = GPT(GPTConfig(vocab_size=65, block_size=256, n_layer=3, n_head=6, n_embd=384))
-    # nanoGPT prints "number of parameters: 5.34M" (position embeddings left out); with them 5.43M (spec §3.3: ≈5.4M).
+    # nanoGPT prints "number of parameters: 5.34M" (position embeddings left out); with them 5.43M (the paper's ≈5.4M).
     assert num_params(model) == 5_336_064
     assert num_params(model, non_embedding=False) == 5_434_368
     assert all(p.dim() > 1 or "bias" not in name for name, p in model.named_parameters())  # bias=False

@@ -14,7 +14,7 @@ def test_paper_vgg11_has_eight_biased_convs_and_28m_parameters():
     ]
     assert all(c.kernel_size == (3, 3) and c.padding == (1, 1) and c.bias is not None for c in model.conv_layers)
     assert not any(isinstance(m, torch.nn.BatchNorm2d) for m in model.modules())
-    # 9,220,480 conv + 2,101,248 + 16,781,312 + 40,970 head (spec §3.3: ≈28M).
+    # 9,220,480 conv + 2,101,248 + 16,781,312 + 40,970 head (the paper's ≈28M).
     assert sum(p.numel() for p in model.parameters()) == 28_144_010
 
 

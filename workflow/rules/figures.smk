@@ -51,7 +51,7 @@ if not REHEARSE:  # a rehearsal's figure never stands where a real one is looked
         shell:
             "cp {input.figure} {output}"
 
-    # figures/<paper>/figN.pdf (the targets DESIGN.md names): the configured scale's figure, copied from its own folder
+    # figures/<paper>/figN.pdf (docs/design.md, Targets): the configured scale's figure, copied from its own folder
     rule figure_shortcut:
         input:
             figure=f"{FIGURES}/{{paper}}/fig{{n}}.pdf",

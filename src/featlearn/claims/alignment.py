@@ -1,4 +1,4 @@
-"""Claims of "Feature learning as alignment" (spec alignment.md §4), one check function per claim.
+"""Claims of "Feature learning as alignment" (docs/figures/alignment.md, Claims), one check function per claim.
 
 Correlations are the paper's ρ, the ``cosine`` convention, except Figs 2, 13 and 16 (the authors' Pearson).
 Thresholds that the paper does not give are ours and stated in each claim's criterion.

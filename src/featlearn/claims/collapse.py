@@ -1,9 +1,9 @@
-"""Claims of "AGOP as a mechanism for deep neural collapse" (spec collapse.md §7), one check per claim.
+"""Claims of "AGOP as a mechanism for deep neural collapse" (docs/figures/collapse.md, Claims), one check per claim.
 
 Deep RFM stores (``deep_rfm_relu``, ``deep_rfm_cos``): dims (dataset, layer, stage ∈ {X, MX, PhiMX}) and Gram block
 means per gram layer. Neural-network stores (``collapse_mlp``, ``collapse_resnet``, ``collapse_vgg``): nc1 over
 (dataset, seed, epoch, layer, stage ∈ {input, right, left}); phi, nfa_sqrt over (dataset, seed, epoch, layer);
-train_loss over (dataset, seed, epoch). The thresholds are the spec's (§7), which the paper does not give.
+train_loss over (dataset, seed, epoch). The thresholds are ours, which the paper does not give.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Claims of "An adaptive tangent feature perspective" (spec tangent.md §3–5: F1a–F3c), one check per claim.
+"""Claims of "An adaptive tangent feature perspective" (docs/figures/tangent.md, Claims: F1a–F3c), one check per claim.
 
 Store ``tangent_mnist``: per (seed, task ∈ {linear, binary}) scalars (alignment, alignment_init, kernel_growth,
 decomposition_w1/_r2, task_difficulty), kernel-point vectors y, f_final, target and the adapted kernel K.
-Store ``tangent_penalties``: omega_tilde over (penalty ∈ {w1, w2, w3}, v). Thresholds are the spec's.
+Store ``tangent_penalties``: omega_tilde over (penalty ∈ {w1, w2, w3}, v). Thresholds are ours.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from featlearn.claims.core import Claim, Outcome, above, at_least, at_most, belo
 # The stores these claims read; workflow/rules/report.smk reads this literal without importing the module.
 STORES = ("tangent_mnist", "tangent_penalties")
 
-NEAR = 0.25  # |y_i| below which a kernel point counts as "near y = 0" (spec F3b)
-PAPER_AT_5 = {"w1": 6.25, "w2": 4.53, "w3": 3.37}  # ω̃ at v = 5, read from the authors' figure (spec §4)
+NEAR = 0.25  # |y_i| below which a kernel point counts as "near y = 0" (claim F3b)
+PAPER_AT_5 = {"w1": 6.25, "w2": 4.53, "w3": 3.37}  # ω̃ at v = 5, read from the authors' figure
 
 
 def _task(ds: xr.Dataset, var: str, task: str) -> np.ndarray:

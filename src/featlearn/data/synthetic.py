@@ -1,4 +1,4 @@
-"""Synthetic datasets of the alignment paper (spec §1.8, §3.1).
+"""Synthetic datasets of the alignment paper (docs/figures/alignment.md, Datasets).
 
 Every generator takes an explicit ``torch.Generator`` so that a dataset is a pure function
 of its parameters: the data rule keys its output file by them.
@@ -83,7 +83,7 @@ def regression_task(
     """Train and test sets for a polynomial task on spectral Gaussian inputs.
 
     Labels are divided by the training labels' standard deviation ("in all polynomial tasks
-    we scaled the label vector to have standard deviation 1"); the mean is kept (spec §2).
+    we scaled the label vector to have standard deviation 1"); the mean is kept.
     The test labels get the same factor. ``task`` is ``chain_monomial`` or ``high_rank_quadratic``.
     """
     g = torch.Generator().manual_seed(seed)
@@ -111,7 +111,7 @@ def alignment_reversing(
     eps2: float = 1e-2,
     x_scale: float | None = None,
 ) -> dict[str, torch.Tensor]:
-    """The alignment-reversing ("Balance") dataset of App. G, float64 (spec §1.8).
+    """The alignment-reversing ("Balance") dataset of App. G, float64 (docs/figures/alignment.md).
 
     X⁽¹⁾ (round(γn) rows, label 1) ~ N(0, 𝟙𝟙ᵀ + ε₁I); X⁽²⁾ (label 0) = V₂ S₁⁻¹ U₁ᵀ so that
     X⁽²⁾ᵀX⁽²⁾ = (X⁽¹⁾ᵀX⁽¹⁾)⁻². As printed this is ill-posed for n = d (X⁽¹⁾ᵀX⁽¹⁾ is rank

@@ -1,4 +1,4 @@
-"""The tangent paper's MNIST 2-vs-3 regression data (tangent spec §1.11, §2): real digits, their ±1 labels, and a
+"""The tangent paper's MNIST 2-vs-3 regression data (docs/figures/tangent.md): real digits, their ±1 labels, and a
 random-network teacher's targets.
 
 A teacher, an independently drawn network of the students' architecture (He-normal, bias-free), gives
@@ -95,8 +95,8 @@ def fit_readout_sgd(z: torch.Tensor, t: torch.Tensor, w: torch.Tensor, settings:
 
 def teacher_targets(x: torch.Tensor, t: torch.Tensor, widths: list[int], fit: str, sgd: dict[str, Any] | None,
                     generator: torch.Generator) -> torch.Tensor:
-    """y = Z b*, (n,) float32: the best linear fit of the ±1 labels t on the teacher's penultimate features Z
-    (spec §1.11); b* = argmin ‖Zb − t‖² by least squares ('lstsq'), or approximated as in [C] by SGD on the last
+    """y = Z b*, (n,) float32: the best linear fit of the ±1 labels t on the teacher's penultimate features Z:
+    b* = argmin ‖Zb − t‖² by least squares ('lstsq'), or approximated as in [C] by SGD on the last
     layer from its random init ('sgd', ``fit_readout_sgd``)."""
     if fit not in TEACHER_FITS:
         raise ValueError(f"mnist_teacher: fit must be one of {TEACHER_FITS} (got {fit!r})")

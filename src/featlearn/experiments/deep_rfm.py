@@ -1,4 +1,4 @@
-"""Kind ``deep_rfm``: Deep Recursive Feature Machines, one unit per dataset (collapse Figs 1, 3–6; spec §2.3, §4, §5).
+"""Kind ``deep_rfm``: Deep Recursive Feature Machines, one unit per dataset (docs/figures/collapse.md).
 
 An experiment fixes the activation (ReLU or cos RFF). A unit reads the data stage's prepared dataset (``data_block``:
 the first N training images, standardized per feature over those N, ±1 one-hot, flattened, sorted by class; real
@@ -19,7 +19,7 @@ log = logging.getLogger(__name__)
 
 
 def data_block(exp: dict, dataset: str) -> dict:
-    """The data block of one dataset (collapse spec §1); the same block a network experiment holds, so the data
+    """The data block of one dataset (docs/figures/collapse.md); the same block a network experiment holds, so the data
     rule prepares (and shares) it."""
     return {"dataset": dataset, "source": exp["data"]["source"], "n": exp["data"]["n"], "n_test": 0,
             "standardize": "feature", "targets": "signed", "flatten": True, "sort_by_class": True}

@@ -1,4 +1,4 @@
-"""Kind ``tangent_mnist``: the tangent paper's MNIST 2-vs-3 regression (tangent Figs 1, 3; spec §2, §3, §5).
+"""Kind ``tangent_mnist``: the tangent paper's MNIST 2-vs-3 regression (tangent Figs 1, 3; docs/figures/tangent.md).
 
 A teacher, an independently drawn network of the students' architecture, gives y_i = z(x_i)ᵀb*, the best linear fit
 of the ±1 labels on its penultimate features (the data stage: ``data.teacher``, one file per seed, teacher and
@@ -119,7 +119,7 @@ def check(exp: dict, where: str) -> list[str]:
 
 
 def measure_student(net: Any, theta0: dict, theta1: dict, x: Any, points: int) -> dict[str, Any]:
-    """Outputs, kernels and their diagnostics of one trained student on the kernel points x (N, D) (spec §1.3–1.8).
+    """Outputs, kernels and their diagnostics of one trained student on the kernel points x (N, D).
 
     Per-layer kernels are keyed by module name; K0, K are their sums, Kf = J(θ̂)J(θ̂)ᵀ the final tangent kernel.
     """

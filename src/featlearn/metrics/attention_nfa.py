@@ -1,9 +1,9 @@
-"""NFA quantities of attention layers (alignment spec §1.12, Fig 2D).
+"""NFA quantities of attention layers (docs/figures/alignment.md, Attention layers; Fig 2D).
 
 In block b, q_t = W_q a_t with a_t = LN_1(x_t) the layer input (likewise k, v), so NFM_q = W_qᵀW_q and
 AGOP_q = W_qᵀ K_q W_q (``nfa.nfm``, ``nfa.agop`` on ``gpt.attention_weights``), with
 K_q = (1/B) Σ_sequences Σ_t Σ_outputs (∂f/∂q_t)(∂f/∂q_t)ᵀ ∈ R^{C×C}: 1/B over sequences as ``nfa`` has 1/n over
-samples. The outputs f of a sequence are its T×V next-token logits by default ([U], spec §1.12). Every gradient comes
+samples. The outputs f of a sequence are its T×V next-token logits by default ([U], our choice). Every gradient comes
 from zero shifts on the c_attn outputs (``model_nfa.covariances``'s hooks, as ``GPT.forward(idx, qkv_shifts)`` would
 add them): one backward pass gives ∂/∂q_t, ∂/∂k_t and ∂/∂v_t of every block, sequence and position.
 """
@@ -40,7 +40,7 @@ def attention_feature_covariances(
     u ~ N(0, I) over (B, T, V) drawn on the CPU from ``generator`` (M = ``probes``). Unbiased because E[uuᵀ] = I,
     and sequences do not interact, so u's other sequences add nothing in expectation. One forward pass, then one
     backward pass per probe. ``target="loss"``: the exact K of the one output Σ_t cross-entropy(logits_t,
-    ``targets``_t) per sequence, the spec's alternative; ``probes`` and ``generator`` are unused.
+    ``targets``_t) per sequence, the alternative; ``probes`` and ``generator`` are unused.
     Measured in eval mode (dropout off), the model's modes restored after; no parameter gradient is made.
     """
     if target not in TARGETS:

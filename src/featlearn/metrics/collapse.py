@@ -1,4 +1,4 @@
-"""Neural-collapse metrics of the collapse paper (collapse spec §2.1, §2.2, §2.4, §2.5).
+"""Neural-collapse metrics of the collapse paper (docs/figures/collapse.md, Quantities).
 
 Features h are rows: H (N, d), integer labels (N,) in 0..K−1. Class means μ_c, global mean μ_G = (1/K) Σ_c μ_c (the
 mean of class means, the authors' code; the sample mean for balanced classes). Everything is computed in float64 and
@@ -72,7 +72,7 @@ def _code_total_trace(h: torch.Tensor, labels: torch.Tensor) -> float:
 
 
 def nc1_codeconv(h: torch.Tensor, labels: torch.Tensor) -> float:
-    """NC1 as the authors' code computes it: Σ_W divided by K·N instead of N, so NC1_code = NC1 / K (spec §2.1 [!])."""
+    """NC1 as the authors' code computes it: Σ_W divided by K·N instead of N, so NC1_code = NC1 / K."""
     return nc1(h, labels) / (int(labels.max()) + 1)
 
 
@@ -88,7 +88,7 @@ def within_over_total_codeconv(h: torch.Tensor, labels: torch.Tensor) -> float:
 
 def between_over_total_codeconv(h: torch.Tensor, labels: torch.Tensor) -> float:
     """The code's tr Σ_B / tr Σ_T: Σ_B over K but Σ_T over K·N, so K × ``between_over_total`` for balanced classes
-    (the published y-axis reaching 10¹, spec §2.1 [!])."""
+    (the published y-axis reaching 10¹, the code's convention)."""
     return between_class_trace(h, labels) / _code_total_trace(h, labels)
 
 
@@ -123,7 +123,7 @@ def nc2_fro(h: torch.Tensor, labels: torch.Tensor) -> float:
 
 
 def collapse_metrics(h: torch.Tensor, labels: torch.Tensor) -> dict[str, float]:
-    """Every per-feature-matrix collapse quantity the figures store (spec §5), by variable name."""
+    """Every per-feature-matrix collapse quantity the figures store (docs/figures/collapse.md), by name."""
     return {
         "nc1": nc1(h, labels),
         "nc1_codeconv": nc1_codeconv(h, labels),
@@ -142,7 +142,7 @@ def centered_normalized(z: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 
 def collapse_gram(z: torch.Tensor, labels: torch.Tensor, subset: torch.Tensor | None = None) -> torch.Tensor:
     """X̄ X̄ᵀ over ``subset`` (default: all), (n, n): cosines of centered points, 1 within and −1/(K−1) across classes
-    at collapse (Figs 1, 5, 6; spec §2.4). Centering uses μ_G of the whole set."""
+    at collapse (Figs 1, 5, 6). Centering uses μ_G of the whole set."""
     zbar = centered_normalized(z, labels)
     zbar = zbar if subset is None else zbar[subset]
     return zbar @ zbar.T
@@ -185,7 +185,7 @@ def svd_stage_nc1(w: torch.Tensor, h: torch.Tensor, labels: torch.Tensor) -> dic
 
 def right_singular_fraction(stage_nc1: dict[str, float]) -> float:
     """φ = [log NC1(h) − log NC1(S Vᵀh)] / [log NC1(h) − log NC1(ReLU(W h))]: the share of the layer's
-    log-NC1 reduction made by the right singular structure (spec §2.5 [REC]; the paper's claim is φ > 0.5;
+    log-NC1 reduction made by the right singular structure (our statistic; the paper's claim is φ > 0.5;
     φ > 1: the ReLU raised NC1)."""
     log_in, log_right, log_left = (math.log(stage_nc1[s]) for s in ("input", "right", "left"))
     return (log_in - log_right) / (log_in - log_left)

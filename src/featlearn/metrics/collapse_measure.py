@@ -1,12 +1,12 @@
-"""One snapshot of a collapse-paper network -> the NC1/NFA quantities of Figs 2, 7–12 (collapse spec §2.5, §2.6).
+"""One snapshot of a collapse-paper network -> the NC1/NFA quantities of Figs 2, 7–12 (docs/figures/collapse.md).
 
 For head layer l = 1..5 with input h^l (post-ReLU; h¹ = flattened input or backbone output) and weight W_l:
 
 * NC1 at the three SVD stages of W_l = U S Vᵀ: h^l (blue), S Vᵀh^l (green), ReLU(W_l h^l) = h^{l+1} (red);
-* φ_l, the share of the layer's log-NC1 reduction made by S Vᵀ (spec §2.5 [REC]);
+* φ_l, the share of the layer's log-NC1 reduction made by S Vᵀ (our statistic);
 * AGOP_l = (1/n) Σ_i J_iᵀJ_i, J_i = ∂f(x_i)/∂h^l (10 × d_l), and ρ(W_lᵀW_l, AGOP_l^{1/2}) (``nfa_sqrt``, the paper's
   NFA) and ρ(W_lᵀW_l, AGOP_l) (``nfa_full``), Pearson over entries;
-* tr Σ_W/tr Σ_T and tr Σ_B/tr Σ_T of h⁶, the readout's input (Figs 10–12 col. 1, spec §2.6 [C]).
+* tr Σ_W/tr Σ_T and tr Σ_B/tr Σ_T of h⁶, the readout's input (Figs 10–12 col. 1, the authors' code).
 
 Everything NC-related uses all N samples; the AGOP uses a class-balanced subset (``collapse.stratified_indices``: the
 first n_agop/K samples of each class in data order), the same at every snapshot so curves carry no subset noise.
@@ -29,7 +29,7 @@ from featlearn.metrics.collapse import (
 from featlearn.models.collapse_nets import CollapseNet
 from featlearn.train import evaluate, training_tensors
 
-STAGES = ("input", "right", "left")  # spec §2.5: Φ(X) blue, S Vᵀ Φ(X) green, ReLU(U S Vᵀ Φ(X)) red
+STAGES = ("input", "right", "left")  # Φ(X) blue, S Vᵀ Φ(X) green, ReLU(U S Vᵀ Φ(X)) red
 LONG_NAMES = {
     "nc1": "NC1 = tr Σ_W / tr Σ_B of h^l (input), S Vᵀ h^l (right), ReLU(W_l h^l) (left)",
     "nfa_sqrt": "NFA: Pearson ρ(W_lᵀW_l, AGOP_l^{1/2}), AGOP w.r.t. the layer input h^l",
@@ -84,7 +84,7 @@ def measure_collapse(model: CollapseNet, x: torch.Tensor, labels: torch.Tensor, 
     The model's train/eval mode is restored afterwards.
     """
     was_training = model.training
-    model.eval()  # BatchNorm running statistics, as the authors measure (spec §2.6)
+    model.eval()  # BatchNorm running statistics, as the authors measure (the authors' code)
     try:
         hs = _head_inputs(model, x, batch_size)
         subset = stratified_indices(labels, n_agop // (int(labels.max()) + 1)) if n_agop else slice(None)

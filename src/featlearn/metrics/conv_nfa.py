@@ -1,4 +1,4 @@
-"""NFA quantities of conv layers (alignment spec §1.11, Fig 2C).
+"""NFA quantities of conv layers (docs/figures/alignment.md, Conv layers; Fig 2C).
 
 A 3×3 conv with padding 1 applies W ∈ R^{C_out×C_in·9} to every unfolded input patch p: h = W p + b at each position.
 So the NFM is WᵀW and the AGOP with respect to the patches is WᵀKW with
@@ -26,7 +26,7 @@ def conv_feature_covariances(
     """K_ℓ (C_out×C_out, float64) for the 8 conv layers on images ``x`` (n, C, H, W), exact over the outputs.
 
     Computed on a copy of ``model`` in eval mode (dropout off). With ``drop_biases`` the copy's conv biases are zeroed
-    before the forward pass: the authors' code (spec §1.11) measures K on a rebuilt network without conv biases
+    before the forward pass: the authors' code measures K on a rebuilt network without conv biases
     although training uses them; pass False for the K of the trained network itself. The sum is the library's
     (``model_nfa.covariances``): per batch, one forward pass and one backward pass per output j of Σ_images f_j with
     respect to zero shifts on every conv output gives ∂f_j/∂h_ℓ at every image, position and layer (images do not

@@ -5,10 +5,10 @@ gradient of Σ_α f_j(x_α) with respect to an intermediate z (a zero shift adde
 output) holds ∂f_j(x_α)/∂z(x_α) at every sample α at once: c backward passes in all, never a loop over samples.
 Every measurement reads its Jacobians through ``output_gradients``:
 
-* ``layer_jacobians``: J_ℓ[α, j, :] = ∂f_j(x_α)/∂h_ℓ(x_α) of an MLP's hidden pre-activations (alignment spec §1.2);
+* ``layer_jacobians``: J_ℓ[α, j, :] = ∂f_j(x_α)/∂h_ℓ(x_α) of an MLP's hidden pre-activations (alignment paper);
 * ``metrics.model_nfa.covariances``, the one K sum of the library API and of the MLP, conv and attention families
   (``mlp_nfa``, ``conv_nfa`` for Fig 2C, ``attention_nfa`` for Fig 2D's exact form): ∂f_j/∂(each layer's output);
-  ``metrics.tangent``: δ = ∂f/∂(each nn.Linear output), the factor of the tangent features (tangent spec §1.2);
+  ``metrics.tangent``: δ = ∂f/∂(each nn.Linear output), the factor of the tangent features (docs/figures/tangent.md);
 * ``metrics.collapse_measure.preactivation_jacobians`` (the collapse head's J_ℓ) keeps its own loop for now: that
   module is being retuned elsewhere.
 """

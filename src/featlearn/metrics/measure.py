@@ -1,4 +1,4 @@
-"""Per-run metric extraction: snapshots in, a labelled xarray Dataset out (spec §1.5, §1.6, §6).
+"""Per-run metric extraction: snapshots in, a labelled xarray Dataset out (docs/design.md, Stores).
 
 ``measure_run`` is the one loop over a run's snapshots: it rebuilds the model at each snapshot the run reached and
 hands it to the run's measurement family (``measure.family``), whose module in ``DISPATCH`` says what a snapshot

@@ -1,5 +1,5 @@
 """Family ``nfa`` of ``metrics.measure``: the NFA of every hidden layer of an MLP at each snapshot, and its first-layer
-matrices at the end (alignment spec §1.5, §1.6; Figs 1, 2A–B, 4–6, 8–17).
+matrices at the end (docs/figures/alignment.md, Quantities; Figs 1, 2A–B, 4–6, 8–17).
 
 At every snapshot the K_ℓ of all layers come from one pass over blocks of points, one backward pass per output
 (``mlp_feature_covariances``, the library's ``model_nfa.covariances``: no whole Jacobian is held); the centered K̄

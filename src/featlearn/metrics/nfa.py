@@ -1,4 +1,4 @@
-"""Neural feature ansatz quantities (alignment spec §1.3–§1.6).
+"""Neural feature ansatz quantities (docs/figures/alignment.md, Quantities).
 
 Shapes: W is k_{ℓ+1}×k_ℓ (one hidden weight matrix), J is (n, c, k_{ℓ+1}) from
 ``layer_jacobians``, K is k_{ℓ+1}×k_{ℓ+1}. K carries the 1/n of Eq. 3, so that Ḡ = WᵀKW is the

@@ -1,4 +1,4 @@
-"""Adaptive tangent features (LeJeune & Alemohammad; spec ../shared/specs/tangent.md §1).
+"""Adaptive tangent features (LeJeune & Alemohammad; docs/figures/tangent.md).
 
 Kernels: the tangent features J(θ) = ∇_θ f_θ(X) (N, P) of a single-output network, their average Ḡ along
 the straight path θ0 → θ̂ (Eq. 2), the initial NTK K0 = J(θ0)J(θ0)ᵀ, the adapted kernel K = ḠḠᵀ (Eq. 7), the
@@ -10,7 +10,7 @@ accumulated in float64.
 Penalties: the joint penalty ω1⊕ω2 (Eq. 11), the scalar effective penalty ω̃ (Eq. 12), the per-singular-value
 split of Theorem 2 (Eq. 15) and the group approximate low-rank penalty (Eq. 16), each a minimisation over a
 scalar z, solved by a dense grid and a vectorised golden-section refinement; closed forms for Fig 2's ω1 = (v−1)²,
-ω2 = |v−1| and ω3 = ω1⊕ω2 where they exist (spec §1.9).
+ω2 = |v−1| and ω3 = ω1⊕ω2 where they exist (docs/figures/tangent.md, Penalties).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def linear_factors(
     model: nn.Module, x: torch.Tensor, params: Params | None = None
 ) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """(h, δ) per nn.Linear module: its input h (N, in) and δ = ∂f(x_i)/∂(its output) (N, out), at ``params``
-    (default: the model's own), so that ∂f/∂W = δ hᵀ and ∂f/∂b = δ (spec §1.2). Samples do not interact, so one
+    (default: the model's own), so that ∂f/∂W = δ hᵀ and ∂f/∂b = δ. Samples do not interact, so one
     forward and one backward pass of Σ_i f(x_i) serve every sample; each Linear must run once per forward.
     """
     params = parameters(model) if params is None else params
@@ -73,7 +73,7 @@ def linear_factors(
 
 
 def linear_path(theta0: Params, theta1: Params, points: int) -> list[Params]:
-    """θ0 + t_k(θ1 − θ0) for t_k = linspace(0, 1, points), endpoints included (spec §1.4)."""
+    """θ0 + t_k(θ1 − θ0) for t_k = linspace(0, 1, points), endpoints included (the authors' rule)."""
     return [{k: theta0[k] + float(t) * (theta1[k] - theta0[k]) for k in theta0} for t in np.linspace(0, 1, points)]
 
 
@@ -99,7 +99,7 @@ def tangent_feature_blocks(model: nn.Module, x: torch.Tensor, params: Params | N
 
 
 def tangent_features(model: nn.Module, x: torch.Tensor, params: Params | None = None) -> torch.Tensor:
-    """J(θ), (N, P): row i is ∇_θ f_θ(x_i), columns in the order of θ's concatenation (spec §1.2)."""
+    """J(θ), (N, P): row i is ∇_θ f_θ(x_i), columns in the order of θ's concatenation."""
     blocks = tangent_feature_blocks(model, x, params)
     return torch.cat([b.reshape(len(x), -1) for b in blocks.values()], dim=1)
 
@@ -118,7 +118,7 @@ def tangent_kernel(features: Params | torch.Tensor) -> torch.Tensor:
 
 
 def layer_kernels(features: Params) -> dict[str, torch.Tensor]:
-    """Per-layer kernel blocks K^(ℓ) = Σ_{b ∈ layer ℓ} J_b J_bᵀ (spec §1.2), keyed by the module name
+    """Per-layer kernel blocks K^(ℓ) = Σ_{b ∈ layer ℓ} J_b J_bᵀ, keyed by the module name
     ('0.weight' and '0.bias' both belong to layer '0'); they sum to ``tangent_kernel(features)``."""
     layers: dict[str, Params] = {}
     for name, block in features.items():
@@ -127,7 +127,7 @@ def layer_kernels(features: Params) -> dict[str, torch.Tensor]:
 
 
 def initial_ntk(model: nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """K0 = J(θ0)J(θ0)ᵀ, (N, N): the adapted kernel at M = I_P, the empirical NTK (spec §1.3)."""
+    """K0 = J(θ0)J(θ0)ᵀ, (N, N): the adapted kernel at M = I_P, the empirical NTK (paper Eq. 7 with M = I)."""
     return tangent_kernel(tangent_feature_blocks(model, x))
 
 
@@ -275,7 +275,7 @@ def effective_scale(omega: Penalty, v: np.ndarray) -> np.ndarray:
 
 
 def effective_quadratic_closed(v: np.ndarray) -> np.ndarray:
-    """ω̃1 for ω1 = (z−1)²: (z*−1)² + v²/z*² with z* the root ≥ 1 of z⁴ − z³ − v² = 0 (spec §1.9)."""
+    """ω̃1 for ω1 = (z−1)²: (z*−1)² + v²/z*² with z* the root ≥ 1 of z⁴ − z³ − v² = 0 (docs/figures/tangent.md)."""
     v2 = np.asarray(v, dtype=float) ** 2
     z = 1 + np.sqrt(v2)  # Newton from the right of the root: the quartic is increasing and convex on z ≥ 1
     for _ in range(100):
@@ -284,14 +284,14 @@ def effective_quadratic_closed(v: np.ndarray) -> np.ndarray:
 
 
 def effective_abs_closed(v: np.ndarray) -> np.ndarray:
-    """ω̃2 for ω2 = |z−1|: v² for v² ≤ 1/2 (z* = 1), else (3/2)(2v²)^(1/3) − 1 (spec §1.9)."""
+    """ω̃2 for ω2 = |z−1|: v² for v² ≤ 1/2 (z* = 1), else (3/2)(2v²)^(1/3) − 1 (docs/figures/tangent.md, Penalties)."""
     v2 = np.asarray(v, dtype=float) ** 2
     return np.where(v2 <= 0.5, v2, 1.5 * np.cbrt(2 * v2) - 1)
 
 
 def joint_quadratic_abs_closed(s: np.ndarray) -> np.ndarray:
     """ω3 = ω1⊕ω2 (Eq. 11): (s−1)² for s ≤ (1+√3)/2, else (z−1)² + s/z − 1 with z the root in (1, s)
-    of 2z³ − 2z² − s = 0 (spec §1.9)."""
+    of 2z³ − 2z² − s = 0 (docs/figures/tangent.md, Penalties)."""
     s = np.asarray(s, dtype=float)
     z = np.maximum(s, 1.0)  # Newton from the right: the cubic is increasing and convex on z ≥ 1
     for _ in range(100):

@@ -1,4 +1,4 @@
-"""Early-time theory of the centered NFC (alignment paper Sec. 4, App. E–G; spec §1.7, §1.8).
+"""Early-time theory of the centered NFC (alignment paper Sec. 4, App. E–G; docs/figures/alignment.md).
 
 At init the first non-zero time derivatives of the centered NFM and AGOP are (Prop. 3, Eq. 6)
 XᵀY𝒦YX and XᵀY𝒦²YX, with 𝒦 the layer's PTK matrix and Y = diag(y) the loss derivative of
@@ -132,7 +132,7 @@ def free_den2(t: DataTraces, r: torch.Tensor, den2: str = "corrected") -> float:
 
     The printed last term τ(Ā)²τ(B²)τ(R²)² is identically 0 since τ(Ā) = 0; expanding
     τ(B)² τ(R²ĀR²Ā) of Eq. 27 with Eq. 13 gives τ(B)²τ(Ā²)τ(R²)² instead ("corrected",
-    spec §1.7). ``den2="printed"`` keeps the paper's zero term.
+    our reading). ``den2="printed"`` keeps the paper's zero term.
     """
     if den2 not in DEN2_VARIANTS:
         raise ValueError(f"den2 must be one of {DEN2_VARIANTS} (got {den2!r})")

@@ -1,4 +1,5 @@
-"""The collapse paper's networks: an optional conv backbone + a 5-layer bias-free ReLU MLP head (collapse spec §2.6).
+"""The collapse paper's networks: an optional conv backbone + a 5-layer bias-free ReLU MLP head.
+Their settings and where each comes from: docs/figures/collapse.md, 'Networks'.
 
     x ─ backbone (none | ResNet-18 | VGG-11 features[:15]) ─ h¹ ─ W₁ ─ ReLU ─ h² ─ … ─ W₅ ─ ReLU ─ h⁶ ─ readout ─ f(x)
 
@@ -8,7 +9,7 @@ measures the head: NC1 of h^l through the SVD of W_l (Figs 2, 7–9) and ρ(W_l�
 Both backbones are built here from the torchvision layer layout with a channel ``width_divisor``: at divisor 1 they
 hold exactly the parameters of ``torchvision.models.resnet18().{conv1..layer4}`` (torchvision's own ``BasicBlock``)
 and ``vgg11().features[:15]`` (tests load torchvision's weights into them and compare outputs); divisor 4 is the
-quick scale's cheap variant (spec Fig 9: "channels ÷ 4", a documented deviation).
+quick scale's cheap variant (channels ÷ 4, a documented deviation).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from torch import nn
 from torchvision.models.resnet import BasicBlock
 
 BACKBONES = (None, "resnet18", "vgg11")
-# Head layers left at PyTorch's default init [C]: head layer 1 behind a backbone, none in the plain MLP (spec §2.6).
+# Head layers left at PyTorch's default init [C]: head layer 1 behind a backbone, none in the plain MLP.
 DEFAULT_INIT_HEAD_LAYERS: dict[str | None, tuple[int, ...]] = {None: (), "resnet18": (1,), "vgg11": (1,)}
 VGG11_FEATURES = (64, "M", 128, "M", 256, 256, "M", 512, 512)  # vgg11 "A" config up to the ReLU before the last 2 pools
 
@@ -125,7 +126,7 @@ def _default_init(weight: torch.Tensor, generator: torch.Generator) -> None:
 
 def init_collapse_net(model: CollapseNet, gain: float, generator: torch.Generator,
                       head_default_layers: tuple[int, ...] | None = None) -> CollapseNet:
-    """Draw every parameter from ``generator``, in module order (spec §2.6):
+    """Draw every parameter from ``generator``, in module order (the authors' order):
 
     * backbone: torchvision's init (convs kaiming_normal fan_out/ReLU, conv biases 0, BN weight 1 and bias 0), except
       the replaced first conv, which keeps nn.Conv2d's default init as in the authors' code [C];
@@ -165,6 +166,6 @@ def build(m: dict, shape: tuple[int, ...], out: int, generator: torch.Generator)
     backbone = BACKBONES[m["arch"]]
     model = CollapseNet(backbone, in_channels=shape[0], d_in=shape[0] if backbone is None else None, classes=out,
                         width=m["width"], depth=m["depth"], width_divisor=m.get("width_divisor", 1))
-    # the authors' code: head layer 1 of the ResNet/VGG heads keeps PyTorch's default init (spec §2.6)
+    # the authors' code: head layer 1 of the ResNet/VGG heads keeps PyTorch's default init
     default = () if backbone is None else (1,)
     return init_collapse_net(model, m["gain"], generator, default)

@@ -1,4 +1,4 @@
-"""A small GPT after karpathy/nanoGPT ``model.py`` (alignment spec Fig 2D, §1.12, §3.3).
+"""A small GPT after karpathy/nanoGPT ``model.py`` (docs/figures/alignment.md, Fig 2).
 
 Pre-LN blocks (causal self-attention, then a 4C GELU MLP), learned position embeddings, a final LayerNorm and an
 lm_head tied to the token embedding. Differences from nanoGPT: ``forward`` always returns the logits of every
@@ -112,7 +112,7 @@ class GPT(nn.Module):
 
     def forward(self, idx: torch.Tensor, qkv_shifts: list[torch.Tensor] | None = None) -> torch.Tensor:
         """``qkv_shifts``: one (B, T, 3C) tensor per block added to its c_attn output, so that their gradients are
-        ∂f/∂q_t, ∂f/∂k_t, ∂f/∂v_t for every block, sequence and position in one backward pass (spec §1.12)."""
+        ∂f/∂q_t, ∂f/∂k_t, ∂f/∂v_t for every block, sequence and position in one backward pass."""
         T = idx.shape[1]
         if T > self.config.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.config.block_size}")
@@ -148,7 +148,7 @@ def num_params(model: GPT, non_embedding: bool = True) -> int:
 
 def attention_weights(model: GPT) -> dict[tuple[int, str], torch.Tensor]:
     """W_q, W_k, W_v (C×C each, rows [0:C], [C:2C], [2C:3C] of c_attn.weight) keyed by (block, proj), block
-    1-based and proj in "q", "k", "v" (spec §1.12). Detached views: clone to keep a snapshot."""
+    1-based and proj in "q", "k", "v". Detached views: clone to keep a snapshot."""
     C = model.config.n_embd
     out = {}
     for b, block in enumerate(model.blocks, start=1):

@@ -1,5 +1,5 @@
-"""Fully connected networks: bias-free in the alignment paper (spec §1.1, §1.9, §3.3), with optional biases and
-He-normal weights in the tangent paper (tangent spec §1.1)."""
+"""Fully connected networks: bias-free in the alignment paper (docs/figures/alignment.md), with optional biases and
+He-normal weights in the tangent paper (docs/figures/tangent.md)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ class MLP(nn.Module):
 
     ``forward`` takes optional ``shifts``, one zero tensor per hidden layer added to the
     pre-activation h_ℓ before φ: differentiating with respect to them gives ∂f/∂h_ℓ for every
-    sample and every layer in one backward pass (spec §1.2).
+    sample and every layer in one backward pass (the Jacobians).
     """
 
     def __init__(self, d: int, widths: list[int], out: int = 1, activation: str = "relu", bias: bool = False) -> None:
@@ -59,7 +59,7 @@ def init_mlp(
     convention: str = "torch_std",
     readout_scale: float = 1.0,
 ) -> MLP:
-    """Draw every weight matrix (and bias), layer by layer; ``scales`` has one entry per hidden layer (spec §1.9).
+    """Draw every weight matrix (and bias), layer by layer; ``scales`` has one entry per hidden layer.
 
     ``torch_std``: W = s · U(−1/√fan_in, 1/√fan_in), i.e. s times nn.Linear's default, so s
     multiplies the standard deviation. ``v1_variance``: W ~ N(0, s/fan_in) as in the paper's

@@ -1,4 +1,4 @@
-"""VGG-11 without BatchNorm and with a CIFAR head (alignment spec Fig 2C, §1.11, §3.3).
+"""VGG-11 without BatchNorm and with a CIFAR head (docs/figures/alignment.md, Fig 2).
 
 torchvision's config A (eight 3×3 convs, padding 1, with biases, five 2×2 max-pools) with the BatchNorm layers of
 ``vgg11_bn`` removed, followed by the authors' CIFAR head (``Conv/vgg.py``): global average pool to 1×1, then
@@ -25,7 +25,7 @@ class VGG11(nn.Module):
 
     ``forward`` takes optional ``shifts``, one tensor per conv layer shaped like its output (n, C_out, H, W), added
     to the conv output h_ℓ before ReLU, as ``MLP.forward`` does: differentiating one output with respect to them
-    gives ∂f/∂h_ℓ at every image, position and layer in one backward pass (spec §1.2, §1.11).
+    gives ∂f/∂h_ℓ at every image, position and layer in one backward pass.
     """
 
     def __init__(self, in_channels: int = 3, classes: int = 10, width_divisor: int = 1, dropout: float = 0.5) -> None:

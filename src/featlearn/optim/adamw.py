@@ -1,4 +1,4 @@
-"""nanoGPT's optimizer set-up (alignment Fig 2D, spec §1.12): AdamW with decay on matrices only."""
+"""nanoGPT's optimizer set-up (alignment Fig 2D, the paper's nanoGPT set-up): AdamW with decay on matrices only."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Speed Limited Optimization (alignment paper Sec. 5.2, App. K; spec §1.10).
+"""Speed Limited Optimization (alignment paper Sec. 5.2, App. K; docs/figures/alignment.md).
 
 Every weight matrix moves at its own fixed speed: W_ℓ ← W_ℓ − η C_ℓ g_ℓ / (ε + ‖g_ℓ‖_F).
 ε = 0 is plain SLO; ε > 0 the relaxed form the experiments use. (v1 prints "+", a typo.)

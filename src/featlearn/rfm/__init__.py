@@ -1,1 +1,1 @@
-"""Deep Recursive Feature Machines and the kernel machinery of the collapse paper (collapse spec §2.3)."""
+"""Deep Recursive Feature Machines and the kernel machinery of the collapse paper (docs/figures/collapse.md)."""

@@ -1,4 +1,4 @@
-"""Deep Recursive Feature Machines (collapse paper Algorithm 1; spec §2.3) and what Figs 1, 3–6 need from a run.
+"""Deep Recursive Feature Machines (collapse paper Alg. 1; docs/figures/collapse.md), what Figs 1, 3–6 need from a run.
 
 Rows are samples. Layer l (1-based), on X_l (N, d_l):
   1. normalize every sample, x_i ← x_i / ‖x_i‖                                   stage "X"
@@ -250,7 +250,7 @@ def deep_rfm(
       X_l, M_l^{1/2} X_l, Φ(M_l^{1/2} X_l) (Figs 3, 4);
     * ``gram`` (gram_layer, i, j): X̄ X̄ᵀ of the centered, normalized M_l^{1/2} X_l on the first ``gram_per_class``
       samples of each class, grouped by class, and ``gram_block_mean`` (gram_layer, class_a, class_b) of the full Gram
-      (Figs 1, 5, 6; spec §2.4);
+      (Figs 1, 5, 6; docs/figures/collapse.md, Gram matrices);
     * ``jitter`` (layer) added to K in the solve and ``seconds`` (layer, step), wall-clock per step.
 
     Runs on ``device`` (default: X's), on its own copy of X in ``dtype`` when X has another device or dtype: pass X on

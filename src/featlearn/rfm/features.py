@@ -1,4 +1,4 @@
-"""Random feature maps Φ_l of Deep RFM, drawn fresh at every layer (collapse spec §2.3.5).
+"""Random feature maps Φ_l of Deep RFM, drawn fresh at every layer (docs/figures/collapse.md, Deep RFM).
 
 Rows are samples: Φ maps X (N, d) to (N, D). Every draw takes an explicit ``torch.Generator`` and is made on the
 generator's device (the pipeline's are CPU generators), then moved to X's: a seed gives the same features whether X

@@ -1,4 +1,4 @@
-"""Kernels, kernel ridge regression and the closed-form AGOP of a kernel machine (collapse spec §2.2–§2.3).
+"""Kernels, kernel ridge regression and the closed-form AGOP of a kernel machine (docs/figures/collapse.md).
 
 Rows are samples: X is (N, d). A Mahalanobis matrix M (d, d), symmetric PSD, defines ‖v‖_M = √(vᵀMv); M = None is
 the identity (Deep RFM's kernels are isotropic). L is the bandwidth (App. C: L = 2).

@@ -1,4 +1,4 @@
-"""Linear algebra of Deep RFM (collapse spec §2.2–§2.3): the kernel system solve and PSD square roots.
+"""Linear algebra of Deep RFM (docs/figures/collapse.md, Deep RFM): the kernel system solve and PSD square roots.
 
 Linear systems are solved by Cholesky factorization, never by forming an inverse. Square roots use eigh in float64
 with negative eigenvalues clipped to 0 (the authors' ``matrix_sqrt``).
@@ -13,7 +13,7 @@ import torch
 
 log = logging.getLogger(__name__)
 
-JITTER_START = 1e-8  # first jitter, in units of tr(K)/N (spec §2.3)
+JITTER_START = 1e-8  # first jitter, in units of tr(K)/N (docs/figures/collapse.md)
 JITTER_MAX = 1e-2  # beyond this the "ridgeless" solve is a ridge solve in disguise: stop and say so
 MIRROR_BLOCK_ROWS = 256  # columns per block of ``mirror_lower_``: a strided copy of (N − b, b) at a time
 
@@ -127,7 +127,7 @@ def thin_range(x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """(C, Q) with X = C Qᵀ: thin QR Xᵀ = QR, Q (d, N) orthonormal columns, coordinates C = Rᵀ (N, N).
 
     For N < d every AGOP of a kernel machine on X lives in span(Q) (its gradients are combinations of the rows of X),
-    so M = Q M̃ Qᵀ with M̃ (N, N) computed from C, M^{1/2} = Q M̃^{1/2} Qᵀ and X M^{1/2} = C M̃^{1/2} Qᵀ (spec §2.3.4).
+    so M = Q M̃ Qᵀ with M̃ (N, N) computed from C, M^{1/2} = Q M̃^{1/2} Qᵀ and X M^{1/2} = C M̃^{1/2} Qᵀ (thin QR).
     """
     q, r = torch.linalg.qr(x.T)
     return r.T, q

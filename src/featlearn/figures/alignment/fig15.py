@@ -22,7 +22,7 @@ EXPERIMENTS = ("vgg_cifar", "gpt_shakespeare")
 
 
 def vgg_row(sub: SubFigure, vgg: xr.Dataset) -> None:
-    """(A) column 1 the train/test loss, then one column per conv layer (shared y) as in the spec."""
+    """(A) column 1 the train/test loss, then one column per conv layer (shared y), as the paper's figure."""
     run = present_seeds(vgg, "train_loss")
     axes = sub.subplots(1, 1 + vgg.sizes["layer"], squeeze=False)[0]
     handles = loss_panel(axes[0], [(run.train_loss, "k", "train", "-"), (run.test_loss, "k", "test", "--")],

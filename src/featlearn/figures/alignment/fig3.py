@@ -13,12 +13,12 @@ from featlearn.figures.style import apply_style, figure, finish, grid, ordered_c
 
 EXPERIMENTS = ("reversing",)
 MEAN_COLOR = "tab:blue"
-RHO_RANGE = (0.0, 1.0)  # every panel shows ρ on its whole range, so a flat curve reads as flat (spec §1.8)
+RHO_RANGE = (0.0, 1.0)  # every panel shows ρ on its whole range, so a flat curve reads as flat
 
 
 def span(rho: xr.DataArray) -> str:
-    """How the seed-mean ρ moves over γ: 'ρ 0.21 at γ = 0.05 → 0.98 at γ = 1', the spec's acceptance test (§1.8: low
-    at small γ, high at γ = 1)."""
+    """How the seed-mean ρ moves over γ: 'ρ 0.21 at γ = 0.05 → 0.98 at γ = 1', our acceptance
+    test (docs/figures/alignment.md, Fig 3: low at small γ, high at γ = 1)."""
     mean = rho.mean("data_seed")
     g = rho.gamma.values
     return f"{float(mean[0]):.3f} at γ = {g[0]:g} → {float(mean[-1]):.3f} at γ = {g[-1]:g}"

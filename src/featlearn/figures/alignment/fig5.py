@@ -13,8 +13,8 @@ EXPERIMENTS = ("init_sweep",)
 
 
 def render(stores: dict[str, xr.Dataset], out: Path) -> None:
-    """R_DC = ⟨W̄ᵀW̄, W̄ᵀK̄W̄⟩ / ⟨W̄ᵀW̄, W̄ᵀKW̄⟩ on the isotropic runs of the Fig 8 sweep (spec reuses
-    them); log y, because the claim is that it starts orders of magnitude below 1."""
+    """R_DC = ⟨W̄ᵀW̄, W̄ᵀK̄W̄⟩ / ⟨W̄ᵀW̄, W̄ᵀKW̄⟩ on the isotropic runs of the Fig 8 sweep (the same
+    setting); log y, because the claim is that it starts orders of magnitude below 1."""
     apply_style()
     ds = stores["init_sweep"]
     fig = figure(7.5, 2.8, ds)

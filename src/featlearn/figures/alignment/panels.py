@@ -33,7 +33,7 @@ from featlearn.figures.style import (
 )
 
 RHO_2ND = r"$\rho_{\mathrm{2nd}}$"  # Eq. 7, the quantity of Figs 3 and 7
-CONVENTION = "cosine"  # the paper's ρ (spec §1.4); Pearson is only for Figs 2 and 13
+CONVENTION = "cosine"  # the paper's ρ (docs/figures/alignment.md); Pearson is only for Figs 2 and 13
 
 SPECTRUM_TITLES = {
     "isotropic": r"isotropic $\Sigma = I$",

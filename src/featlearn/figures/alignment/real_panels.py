@@ -20,9 +20,9 @@ from matplotlib.lines import Line2D
 from featlearn.figures.alignment.panels import plot_seed_mean, seeds_note, with_divergence
 from featlearn.figures.style import C_COLOR, PALETTE, UC_COLOR, log_scale, ordered_colors, sparse_ticks
 
-PEARSON = "pearson"  # the released Fig 2 code's ρ̄ (spec §1.4): Figs 2 and 13
+PEARSON = "pearson"  # the released Fig 2 code's ρ̄: Figs 2 and 13
 COSINE = "cosine"  # the paper's ρ: every other figure
-NFC_LABEL = r"NFC (Pearson $\bar\rho$)"  # Figs 2 and 13: the released code's mat_cov (spec §1.4, §7.1)
+NFC_LABEL = r"NFC (Pearson $\bar\rho$)"  # Figs 2 and 13: the released code's mat_cov (docs/figures/alignment.md)
 NFC_VARS = (("uc_nfc", UC_COLOR, "UC-NFC"), ("c_nfc", C_COLOR, "C-NFC"))
 WEIGHT_CHANGE = r"$\|W - W_0\|_F \,/\, \|W\|_F$"
 DATASET_NAMES = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "svhn": "SVHN", "mnist": "MNIST",

@@ -1,1 +1,1 @@
-"""Figures of the collapse paper (Deep RFM: Figs 1, 3–6); spec ../shared/specs/collapse.md §4."""
+"""Figures of the collapse paper (Deep RFM: Figs 1, 3–6); docs/figures/collapse.md."""

@@ -1,5 +1,5 @@
 """Shared drawing of the collapse paper's neural-network figures: NC1 through the SVD of each head layer (Figs 2, 7–9)
-and NC ratios / NFA / train loss (Figs 10–12) (collapse spec §4).
+and NC ratios / NFA / train loss (Figs 10–12) (docs/figures/collapse.md).
 
 Stores (one per architecture, from ``metrics.collapse_measure``) have dims (dataset, seed, step, layer, stage): nc1;
 (dataset, seed, step, layer): nfa_sqrt, nfa_full, phi; (dataset, seed, step): w_over_t, b_over_t, train_loss,
@@ -37,7 +37,7 @@ from featlearn.figures.style import (
 ORDER = ("mnist", "cifar10", "svhn")
 TITLES = {"mnist": "MNIST", "cifar10": "CIFAR-10", "svhn": "SVHN"}
 LETTERS = {"mnist": "A", "cifar10": "B", "svhn": "C"}  # the paper's rows (Figs 7–12)
-STAGE_STYLE = {  # spec §2.5 / Figs 7–9 captions
+STAGE_STYLE = {  # Figs 7–9 captions
     "input": ("tab:blue", "$\\Phi(X)$"),
     "right": ("tab:green", "$SV^\\top\\Phi(X)$"),
     "left": ("tab:red", "ReLU$(USV^\\top\\Phi(X))$"),
@@ -45,7 +45,7 @@ STAGE_STYLE = {  # spec §2.5 / Figs 7–9 captions
 NFA_CHANCE = 512 ** -0.5  # ≈ 0.04: correlation of unrelated width-512 matrices (§5)
 BAND_FLOOR = 0.01  # lower band edge ≥ 0.01 × mean (App. C)
 BAND_VARS = ("nc1", "train_loss")  # what decides that a seed ran
-TRAINED_DROP = 10.0  # spec §2.6's gate: a run is trained once its train loss is below 10% of its initial value
+TRAINED_DROP = 10.0  # our gate: a run is trained once its train loss is below 10% of its initial value
 
 
 def seed_groups(run: xr.Dataset) -> tuple[list[int], list[int]]:
@@ -103,7 +103,7 @@ def _no_data(ax: Axes, run: xr.Dataset) -> bool:
 
 def untrained_note(run: xr.Dataset, scale: str) -> str | None:
     """'not trained to collapse: train loss fell 3.1× (gate 10×) · quick scale, see paper scale' when the healthy
-    seeds' mean train loss did not pass spec §2.6's gate; None when it did (or nothing ran)."""
+    seeds' mean train loss did not pass the gate; None when it did (or nothing ran)."""
     healthy, _ = seed_groups(run)
     if not healthy:
         return None

@@ -16,7 +16,7 @@ from matplotlib.colors import Normalize
 from featlearn.figures.style import apply_style, figure, finish, grid, log_scale, suptitle
 
 TITLES = {"cifar10": "CIFAR-10", "mnist": "MNIST", "svhn": "SVHN"}
-STAGE_STYLE = {  # spec §4 Fig 3: green X_l, orange M^{1/2}X_l, blue Φ(M^{1/2}X_l)
+STAGE_STYLE = {  # the Fig 3 caption: green X_l, orange M^{1/2}X_l, blue Φ(M^{1/2}X_l)
     "X": ("tab:green", "$X_l$"),
     "MX": ("tab:orange", "$M_l^{1/2} X_l$"),
     "PhiMX": ("tab:blue", "$\\Phi(M_l^{1/2} X_l)$"),

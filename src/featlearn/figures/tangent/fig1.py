@@ -14,7 +14,7 @@ from featlearn.figures.style import apply_style, figure, finish, mean_sd, spread
 EXPERIMENTS = ("tangent_mnist",)
 CMAP = "berlin"  # dark-centred diverging map, matplotlib's stand-in for the paper's cmasher.wildfire
 VMAX = {"K0": 4.0, "K": 10.0, "K_yhat": 2.0}  # the paper's colour scales (App. B.1)
-PAPER_SIM = {"linear": 0.17, "binary": 0.40}  # read from the authors' rendered notebook figure (spec §3)
+PAPER_SIM = {"linear": 0.17, "binary": 0.40}  # read from the authors' rendered notebook figure
 
 
 def label_kernel(run: xr.Dataset) -> np.ndarray:

@@ -10,7 +10,7 @@ import xarray as xr
 from featlearn.figures.style import apply_style, figure, finish, suptitle
 
 EXPERIMENTS = ("tangent_mnist",)
-NEAR = 0.25  # |y_i| below which a point counts as "near y = 0" (spec §5, claim F3b)
+NEAR = 0.25  # |y_i| below which a point counts as "near y = 0" (claim F3b)
 
 
 def diagonal_contrast(run: xr.Dataset) -> float:
