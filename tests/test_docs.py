@@ -11,9 +11,6 @@ ROOT = Path(__file__).resolve().parents[1]
 # Written apart so that this file does not match itself.
 OUTSIDE = ("../" + "shared", "DESIGN" + ".md", "spec" + " §")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
-# Known and left on purpose: a string the conv stores record as an attribute. Rewording it is a code change that
-# reruns every conv-NFA measurement, so it waits for a change that reruns them anyway; remove it then.
-KNOWN = {("src/featlearn/metrics/conv_nfa.py", 'k_convention="K without conv biases, eval mode (the authors\' code, ')}
 
 
 def _tracked() -> list[str]:
@@ -35,8 +32,6 @@ def test_no_reference_leaves_the_repository():
         except UnicodeDecodeError:
             continue
         for number, line in enumerate(text.splitlines(), 1):
-            if any(name == path_ and known in line for path_, known in KNOWN):
-                continue
             found += [f"{name}:{number}: {needle!r}" for needle in OUTSIDE if needle in line]
     assert not found, "references to documents outside the repository (cite docs/ instead):\n" + "\n".join(found)
 

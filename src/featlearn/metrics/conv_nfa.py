@@ -63,7 +63,7 @@ class Measurement:
         for name, v in values.items():
             ds[name] = (("step", "layer", "convention")[: v.ndim], v)
         ds.attrs.update(k_samples=len(self.x_k),
-                        k_convention="K without conv biases, eval mode (the authors' code, spec §1.11)")
+                        k_convention="K without conv biases, eval mode (the authors' code)")
         return ds
 
     def extras(self) -> xr.Dataset:
