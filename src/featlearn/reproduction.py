@@ -101,7 +101,7 @@ def _verdicts(claims_files: list[Path]) -> dict[str, dict[str, Any]]:
     for path in claims_files:
         for c in json.loads(path.read_text())["checks"]:
             key = f"{c['paper']} fig {c['figure']}: {c['statement']}"
-            out[key] = {"status": c["status"], "measured": c["measured"]}
+            out[key] = {"status": c.get("verdict", c["status"]), "measured": c["measured"]}  # fragile, or the status
     return out
 
 
