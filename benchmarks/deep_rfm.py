@@ -15,10 +15,10 @@ card; ``--solve two_buffers`` measures the solve that keeps K beside its factor 
 Linux's VmHWM, reset just before the layer, minus the RSS then, with glibc mapping every block over 1 MB on its own so
 freed buffers leave RSS at once; on CUDA it is torch.cuda.max_memory_allocated minus the memory allocated before.
 
-Part 4 (``--solves``) times one layer with each solve on the same data in one process, alternating (best of
-``--repeat``), and checks that the two give the same layer bit for bit: the ratio in-place / two-buffer per step. Its
-data are synthetic, with one duplicated point so that the ridgeless solve needs a jitter retry, the in-place solve's
-costly case (it rebuilds K).
+Part 4 (``--solves``) times one layer with each solve on the same data in one process, alternating which goes first
+(best of ``--repeat``), and checks that the two give the same layer bit for bit: the ratio in-place / two-buffer per
+step. Its data are synthetic, with one duplicated point so that the ridgeless solve needs a jitter retry, the in-place
+solve's costly case (it rebuilds K).
 Run: `python benchmarks/deep_rfm.py` (--threads N for torch's threads, --n for fewer samples);
 `python benchmarks/deep_rfm.py --memory` (--sizes to change the N; `--device cuda --n 50000` for the paper's N);
 `python benchmarks/deep_rfm.py --solves --n 4000 --repeat 2`.
@@ -174,8 +174,8 @@ def solve_times(n: int, repeat: int, device: str, configs: list[str]) -> None:
         rfm_layer(x[:300], y[:300], torch.Generator(), kernel=kernel, activation=activation)  # warm-up
         best: dict[str, dict[str, float]] = {solve: {} for solve in SOLVES}
         outs = {}
-        for _ in range(repeat):
-            for solve in ("two_buffers", "in_place"):
+        for i in range(repeat):
+            for solve in ("two_buffers", "in_place")[:: 1 if i % 2 == 0 else -1]:  # each goes first half the time
                 out = rfm_layer(x, y, torch.Generator().manual_seed(0), kernel=kernel, activation=activation,
                                 solve=solve)
                 for step, t in (*out.seconds.items(), ("total", sum(out.seconds.values()))):
