@@ -30,7 +30,7 @@ ORDERS = {
     "data": (1, 1),     # reading and preprocessing are per image; the file holds every image
     "train": (0, 1),    # a step costs one batch (full-batch runs: see units); the training set sits on the device
     "measure": (1, 1),  # Jacobians and losses over every measured point, in blocks
-    "deep_rfm": (2, 2),  # kernel, AGOP over N² pairs and two N×N buffers (the cubic Cholesky is a minority at the
+    "deep_rfm": (2, 2),  # kernel, AGOP over N² pairs and one N×N buffer (the cubic Cholesky is a minority at the
                         # N ≤ 8,000 of benchmarks/README.md's Deep RFM table: time grew 2.6× from 4,000 to 8,000)
 }
 

@@ -272,18 +272,12 @@ def measure_bytes(unit: dict, blocks: list[dict]) -> int:
 
 def deep_rfm_bytes(unit: dict, blocks: list[dict]) -> int:
     """A Deep RFM job's GPU memory as the Deep RFM code states it, so the request follows any change to the
-    algorithm: its whole run's need (``rfm.deep_rfm.run_bytes``, the input included) where the code has one, else its
-    float64 data X (N, d) plus the larger of layer 1's bound on X and a later layer's on the features (N, width) it
-    holds (``rfm.deep_rfm.layer_bytes``, the bound each layer checks before it allocates)."""
+    algorithm: its whole run's need, the input included (``rfm.deep_rfm.run_bytes``)."""
     from featlearn.rfm import deep_rfm
 
     data = data_shape(blocks[0])
     n, d, width = data.n, math.prod(data.shape), unit["model"]["width"]
-    if hasattr(deep_rfm, "run_bytes"):
-        return deep_rfm.run_bytes(n, d, width)
-    first = deep_rfm.layer_bytes(n, d, width)
-    later = 8 * n * width + deep_rfm.layer_bytes(n, width, width) if unit["model"]["depth"] > 1 else 0
-    return 8 * n * d + max(first, later)
+    return deep_rfm.run_bytes(n, d, width)
 
 
 @functools.cache
