@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-EXPERIMENTS = ["chain_fig1", "adaptive_slo", "real_mlp", "svhn_slo", "vgg_cifar", "gpt_shakespeare", "collapse_resnet"]
+EXPERIMENTS = ["chain_fig1", "real_mlp", "vgg_cifar", "gpt_shakespeare", "collapse_resnet"]
 EPOCHS = 2  # the convolutional networks' quick runs take minutes; their first epochs cost what any epoch does
 
 

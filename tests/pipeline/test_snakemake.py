@@ -151,7 +151,7 @@ def test_a_clone_running_another_checkouts_featlearn_stops_before_any_job(built,
     proc = subprocess.run([str(SNAKEMAKE), "-n", "--config", "scale=smoke"], cwd=clone, capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": str(built / "src")})
     assert proc.returncode != 0
-    assert f"Snakefile is in {clone}, but Python imports featlearn from {built / 'src/featlearn'}" in proc.stderr
+    assert f"Snakefile is in {clone}, but Python imports featlearn from {built / 'src/featlearn'}" in proc.stdout + proc.stderr
     assert "Job stats" not in proc.stdout
 
 
