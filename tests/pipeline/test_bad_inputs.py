@@ -32,7 +32,7 @@ def _cmd(*args: str, scale: str = "smoke") -> list[str]:
 
 
 def _run(repo: Path, *args: str, scale: str = "smoke") -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(repo / "src")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo / "src"), os.environ.get("PYTHONPATH")]))}
     return subprocess.run(_cmd(*args, scale=scale), cwd=repo, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -168,7 +168,7 @@ def test_a_diverged_run_is_recorded_and_the_figure_still_builds(tmp_path, copy_r
 
 
 def _start(repo: Path, target: str) -> subprocess.Popen:
-    env = {**os.environ, "PYTHONPATH": str(repo / "src")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo / "src"), os.environ.get("PYTHONPATH")]))}
     return subprocess.Popen(_cmd(target), cwd=repo, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                             text=True, start_new_session=True, preexec_fn=_ctrl_c_as_in_a_terminal)
 

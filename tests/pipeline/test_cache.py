@@ -20,7 +20,8 @@ pytestmark = pytest.mark.pipeline
 
 
 def _build(repo: Path, cache: Path, *targets: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(repo / "src"), "SNAKEMAKE_OUTPUT_CACHE": str(cache)}
+    path = os.pathsep.join(filter(None, [str(repo / "src"), os.environ.get("PYTHONPATH")]))
+    env = {**os.environ, "PYTHONPATH": path, "SNAKEMAKE_OUTPUT_CACHE": str(cache)}
     cmd = [str(SNAKEMAKE), *targets, "--cache", "--cores", "2", "--config", "scale=smoke"]
     proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}"

@@ -33,7 +33,7 @@ def _short_run(repo: Path) -> tuple[str, str]:
 
 
 def _snakemake(repo: Path, *args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(repo / "src")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo / "src"), os.environ.get("PYTHONPATH")]))}
     cmd = [str(SNAKEMAKE), *args, "--cores", "1", "--config", "scale=smoke"]
     return subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
 
@@ -49,7 +49,7 @@ def _alive(pid: int) -> bool:
 def test_a_run_finished_by_an_orphan_of_a_killed_snakemake_is_kept(tmp_path, copy_repo):
     repo = copy_repo(tmp_path)
     target, log = _short_run(repo)
-    env = {**os.environ, "PYTHONPATH": str(repo / "src")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo / "src"), os.environ.get("PYTHONPATH")]))}
     with open(tmp_path / "snakemake.out", "w") as out:  # a file: the orphan writes on after the test stops reading
         proc = subprocess.Popen([str(SNAKEMAKE), target, "--cores", "1", "--config", "scale=smoke"], cwd=repo,
                                 env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)

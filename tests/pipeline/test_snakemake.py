@@ -29,11 +29,15 @@ pytestmark = pytest.mark.pipeline
 
 
 
+def _env(src: Path) -> dict[str, str]:
+    """This environment with ``src`` first on PYTHONPATH: the copy's code, not the checkout's; packages that come
+    through PYTHONPATH (a GPU bundle) stay behind it."""
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(src), os.environ.get("PYTHONPATH")]))}
+
+
 def _snakemake(repo: Path, *targets: str, options: tuple[str, ...] = (), check: bool = True, scale: str = "smoke",
                env: dict[str, str] | None = None, config: tuple[str, ...] = ()):
-    # the copy's code first, not the checkout's; packages that come through PYTHONPATH (a GPU bundle) stay behind it
-    env = {**os.environ, **(env or {})}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo / "src"), os.environ.get("PYTHONPATH")]))
+    env = _env(repo / "src") | (env or {})
     cmd = [str(SNAKEMAKE), *targets, *options, "--cores", CORES, "--config", f"scale={scale}", *config]
     proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=1200)
     if check and proc.returncode != 0:
@@ -140,7 +144,7 @@ def test_compare_names_the_perturbed_store_variable_and_difference(built, tmp_pa
     write_store(ds, store, ds.attrs)
     proc = subprocess.run([sys.executable, "-m", "featlearn.reproduction", "compare", str(built / "results/smoke"),
                            str(other)], capture_output=True, text=True, cwd=built,
-                          env={**os.environ, "PYTHONPATH": str(built / "src")})
+                          env=_env(built / "src"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"| metrics/{store.name} | uc_nfc | 0.001 |" in proc.stdout, proc.stdout
     assert proc.stdout.count("| ✗ |") == 1
@@ -149,9 +153,10 @@ def test_compare_names_the_perturbed_store_variable_and_difference(built, tmp_pa
 def test_a_clone_running_another_checkouts_featlearn_stops_before_any_job(built, tmp_path, copy_repo):
     clone = copy_repo(tmp_path)
     proc = subprocess.run([str(SNAKEMAKE), "-n", "--config", "scale=smoke"], cwd=clone, capture_output=True, text=True,
-                          env={**os.environ, "PYTHONPATH": str(built / "src")})
+                          env=_env(built / "src"))
     assert proc.returncode != 0
-    assert f"Snakefile is in {clone}, but Python imports featlearn from {built / 'src/featlearn'}" in proc.stdout + proc.stderr
+    said = proc.stdout + proc.stderr
+    assert f"Snakefile is in {clone}, but Python imports featlearn from {built / 'src/featlearn'}" in said
     assert "Job stats" not in proc.stdout
 
 
