@@ -11,7 +11,8 @@ import xarray as xr
 
 from featlearn import numerics
 from featlearn.jobs import save_tensors
-from featlearn.reproduction import GPU_RTOL, check, compare, main, manifest, read_manifest
+from featlearn.manifests import check, read_manifest
+from featlearn.reproduction import GPU_RTOL, compare, main, manifest
 from featlearn.store import write_store
 
 

@@ -6,9 +6,9 @@ the wall-clock ``seconds`` a machine spent (``WALL_CLOCK``); beside each digest 
 count, sum, norm, min, max), so a build that differs learns by how much without the other build's files; every
 claim's verdict; and what decided the bits (the stores' ``numerics``). ``reproduction/<scale>.json`` in the
 repository is such a manifest, published by the rule ``publish_manifest`` and sealed with a digest of its own
-content, so a hand edit is detected. ``check`` holds a build to it; ``compare`` holds two ``results/`` trees to each
-other, every value, within a tolerance: 0 between CPU builds and between builds on the same GPU model, ``GPU_RTOL``
-where a GPU's kernels meet the CPU's or another card's.
+content, so a hand edit is detected (``featlearn.manifests`` reads one and holds a build to it, in the light check
+job). ``compare`` holds two ``results/`` trees to each other, every value, within a tolerance: 0 between CPU builds
+and between builds on the same GPU model, ``GPU_RTOL`` where a GPU's kernels meet the CPU's or another card's.
 
 ``python -m featlearn.reproduction compare A B`` prints the comparison of two trees (``make compare``).
 """
@@ -25,9 +25,10 @@ from typing import Any
 
 import numpy as np
 
+from featlearn.manifests import SEAL, seal
+
 WALL_CLOCK = {"seconds"}  # how long a machine took: part of no result
 GPU_RTOL = 1e-5  # measured between CUDA and CPU stores of the smoke build (largest 1.4e-6)
-SEAL = "seal"
 
 
 def _leaves(obj: Any, path: str = "") -> Iterator[tuple[str, Any]]:
@@ -121,91 +122,12 @@ def _numerics(stores: list[Path]) -> list[dict]:
     return [json.loads(u) for u in sorted(unique)]
 
 
-def _seal(manifest: dict) -> str:
-    body = {k: v for k, v in manifest.items() if k != SEAL}
-    return hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-
-
 def manifest(results: Path, files: list[Path], claims_files: list[Path], scale: str) -> dict:
     """The manifest of the build in ``results`` (``results/<tag>``): its runs and stores ``files``, its claims."""
     entries = {str(Path(f).relative_to(results)): file_entry(Path(f)) for f in sorted(files, key=str)}
     out = {"scale": scale, "files": entries, "claims": _verdicts(claims_files),
            "numerics": _numerics([Path(f) for f in files if Path(f).suffix == ".nc"])}
-    return out | {SEAL: _seal(out)}
-
-
-def read_manifest(path: Path) -> dict:
-    """A published manifest, refused if its content no longer matches its seal (edited by hand)."""
-    data = json.loads(Path(path).read_text())
-    if data.get(SEAL) != _seal(data):
-        raise ValueError(f"{path} was edited after it was written (its seal does not match its content); publish it "
-                         "again from a build: `snakemake publish_manifest --config scale=<scale>`")
-    return data
-
-
-def _relative_gap(a: float, b: float) -> float:
-    scale = max(abs(a), abs(b))
-    return 0.0 if a == b else abs(a - b) / scale if scale else float("inf")
-
-
-def _summary_gap(mine: dict | None, theirs: dict | None) -> str:
-    """How far two summaries of a variable are apart: the largest relative gap among them."""
-    if mine is None or theirs is None:
-        return "text differs"
-    if mine.get("finite") != theirs.get("finite"):
-        return f"finite values {theirs.get('finite')} → {mine.get('finite')}"
-    gaps = {k: _relative_gap(mine[k], theirs[k]) for k in ("sum", "norm", "min", "max") if k in mine and k in theirs}
-    worst = max(gaps, key=gaps.get, default=None)
-    return f"{gaps[worst]:.2g} (its {worst})" if worst else "—"
-
-
-def check(built: dict, published: dict, where: str) -> tuple[str, bool]:
-    """Hold a build's manifest to the published one: the text to print, and whether every file is bitwise equal."""
-    mine, theirs = built["files"], published["files"]
-    shared = sorted(set(mine) & set(theirs))
-    same = [f for f in shared if mine[f] == theirs[f]]
-    by_kind = {kind: [f for f in shared if f.endswith(suffix)] for kind, suffix in (("stores", ".nc"), ("runs", ".pt"))}
-    counts = ", ".join(f"{sum(f in same for f in fs)} of {len(fs)} {kind}" for kind, fs in by_kind.items())
-    lines = [f"Reproduction check of {where} against the published manifest of scale {published['scale']}:"]
-    ok = len(same) == len(shared) and set(mine) == set(theirs)
-    lines.append(f"reproduced bitwise: {counts}" if ok else f"differs: bitwise equal {counts}")
-    for f in sorted(set(theirs) - set(mine)):
-        lines.append(f"  not built here: {f}")
-    for f in sorted(set(mine) - set(theirs)):
-        lines.append(f"  not in the manifest: {f}")
-    differing = [f for f in shared if f not in same]
-    if differing:
-        lines.append("  | file | variable | largest relative gap of its summaries (finite count, sum, norm, min, max)"
-                     " |")
-        lines.append("  |---|---|---|")
-        for f in differing:
-            for name in sorted(set(mine[f]) | set(theirs[f])):
-                a, b = mine[f].get(name), theirs[f].get(name)
-                if a is None or b is None:
-                    lines.append(f"  | {f} | {name} | {'only here' if b is None else 'missing here'} |")
-                elif a["digest"] != b["digest"]:
-                    lines.append(f"  | {f} | {name} | {_summary_gap(a['summary'], b['summary'])} |")
-    flipped = [(k, v["status"], built["claims"][k]["status"]) for k, v in published["claims"].items()
-               if k in built["claims"] and built["claims"][k]["status"] != v["status"]]
-    if flipped:
-        lines.append(f"claims whose verdict changed: {len(flipped)}")
-        lines += [f"  {k}: {was} → {now}" for k, was, now in flipped]
-    elif built["claims"]:
-        moved = sum(built["claims"][k]["measured"] != v["measured"] for k, v in published["claims"].items()
-                    if k in built["claims"])
-        lines.append(f"claims: no verdict changed ({moved} measured values moved)")
-    if not ok:
-        lines.append(_machines(built["numerics"], published["numerics"]))
-    return "\n".join(lines) + "\n", ok
-
-
-def _machines(mine: list[dict], theirs: list[dict]) -> str:
-    """What differs between the machines of two builds, where their bits could come from."""
-    def show(ns: list[dict]) -> str:
-        return "; ".join(f"{n.get('cpu')} ({n.get('vendor')}, {n.get('native_isa')}) on {n.get('device', 'cpu')}, "
-                         f"pinned {n.get('pinned')}" for n in ns) or "unknown"
-
-    return f"this build ran on: {show(mine)}\nthe manifest's build ran on: {show(theirs)}"
+    return out | {SEAL: seal(out)}
 
 
 def _device(tree: Path, f: str) -> str:

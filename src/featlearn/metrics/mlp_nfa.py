@@ -43,7 +43,7 @@ def mlp_feature_covariances(
     the second forward pass and c backward passes it costs fall only on the small synthetic runs that ask for K̄.
     """
     names = module_names(model, model.hidden)
-    ks, k_bars = model_nfa.covariances(model, x, names, init=init, batch_size=chunk)
+    ks, k_bars = model_nfa.covariances(model, x, names, init=init, batch_size=chunk, chunk_bytes=0)
     return [ks[name] for name in names], None if k_bars is None else [k_bars[name] for name in names]
 
 

@@ -174,12 +174,12 @@ def _sample_dims(run: Run, x: torch.Tensor, sample_dim: int, output: Outputs) ->
     return next(d for d in preferred if d in follows) if set(preferred) & set(follows) else follows[0]
 
 
-def _chunk(wrts: list[list[torch.Tensor]], outputs: int) -> int:
+def _chunk(wrts: list[list[torch.Tensor]], outputs: int, chunk_bytes: int) -> int:
     """Outputs (or probes) per batched backward pass: per output, every shift's gradient and as much again for the
-    backward's temporaries, for each model, and the largest site's float64 copy, within ``CHUNK_BYTES``."""
+    backward's temporaries, for each model, and the largest site's float64 copy, within ``chunk_bytes``."""
     per_output = sum(2 * t.numel() * t.element_size() for wrt in wrts for t in wrt)
     per_output += 8 * max((t.numel() for t in wrts[0]), default=0)
-    return max(1, min(outputs, CHUNK_BYTES // max(per_output, 1)))
+    return max(1, min(outputs, chunk_bytes // max(per_output, 1)))
 
 
 def _batched_grads(out: torch.Tensor, wrt: list[torch.Tensor], v: torch.Tensor,
@@ -200,8 +200,8 @@ def _batched_grads(out: torch.Tensor, wrt: list[torch.Tensor], v: torch.Tensor,
                  for g, w in zip(grads, wrt))
 
 
-def _passes(outs: list[torch.Tensor], wrts: list[list[torch.Tensor]], probes: int | None,
-            generator: torch.Generator) -> Iterator[tuple[tuple[torch.Tensor, ...], ...]]:
+def _passes(outs: list[torch.Tensor], wrts: list[list[torch.Tensor]], probes: int | None, generator: torch.Generator,
+            chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[tuple[torch.Tensor, ...], ...]]:
     """Per chunk of outputs j (or probes u), the gradients of every model's outputs ``outs`` (samples first) with
     respect to its ``wrts``, batched over the chunk (B, *shift's shape), each model given the same j or u (so that an
     init model's gradients subtract from the trained one's). Exact: of Σ_samples f_j for each output j of the
@@ -212,7 +212,7 @@ def _passes(outs: list[torch.Tensor], wrts: list[list[torch.Tensor]], probes: in
                          "be the same network at initialization")
     shape, dtype, device = outs[0].shape, outs[0].dtype, outs[0].device
     count = outs[0][0].numel() if probes is None else probes
-    step = _chunk(wrts, count)
+    step = _chunk(wrts, count, chunk_bytes)
     flat = [out.reshape(len(out), -1) for out in outs] if probes is None else outs
     for start in range(0, count, step):
         size = min(step, count - start)
@@ -278,13 +278,15 @@ def _run(run: Run, batch: torch.Tensor, sites: Collection[str], output: Outputs,
 
 
 def _add_batch(sums: list[Covariances], runs: list[Run], batch: torch.Tensor, by_site: dict[str, list[Layer]],
-               probes: int | None, generator: torch.Generator, output: Outputs, dims: tuple[int, int]) -> None:
+               probes: int | None, generator: torch.Generator, output: Outputs, dims: tuple[int, int],
+               chunk_bytes: int) -> None:
     """K (sums[0]) and, with an init model's run, K̄ (sums[1]) over one batch. A function of its own so that the
     batch's graph, shifts and gradients are freed before the next batch's forward pass (``mlp_nfa``'s memory plan)."""
     outs, sites, wrts = zip(*(_run(run, batch, by_site, output, dims) for run in runs))
     if any(s != sites[0] for s in sites):
         raise ValueError("the model and init call their layers in different orders: init= must be the same network")
-    for now, *then in _passes(list(outs), list(wrts), probes, generator):  # unpacked: no chunk held past the next
+    # unpacked: no chunk held past the next
+    for now, *then in _passes(list(outs), list(wrts), probes, generator, chunk_bytes):
         for i, (site, g) in enumerate(zip(sites[0], now)):
             diff = g - then[0][i] if then else None
             for layer in by_site[site]:
@@ -295,7 +297,7 @@ def _add_batch(sums: list[Covariances], runs: list[Run], batch: torch.Tensor, by
 
 def _covariances(model: nn.Module, x: torch.Tensor, layers: list[Layer], init: nn.Module | None, batch_size: int,
                  probes: int | None, generator: torch.Generator | None, output: Outputs,
-                 sample_dim: int) -> list[Covariances]:
+                 sample_dim: int, chunk_bytes: int = CHUNK_BYTES) -> list[Covariances]:
     """[K] of every layer over the samples x, or [K, K̄] with ``init``; (k_{ℓ+1}, k_{ℓ+1}) float64 on x's device."""
     generator = torch.Generator().manual_seed(0) if generator is None else generator
     if init is not None:
@@ -311,7 +313,7 @@ def _covariances(model: nn.Module, x: torch.Tensor, layers: list[Layer], init: n
         runs = [stack.enter_context(output_shifts(net, layers)) for net in models]
         dims = (sample_dim, _sample_dims(runs[0], x, sample_dim, output))
         for batch in x.split(batch_size, dim=sample_dim):
-            _add_batch(sums, runs, batch, by_site, probes, generator, output, dims)
+            _add_batch(sums, runs, batch, by_site, probes, generator, output, dims, chunk_bytes)
     scale = x.shape[sample_dim] * (probes or 1)
     ks = [{name: _symmetric(k).div_(scale) for name, k in each.items()} for each in sums]
     for each in ks:  # a layer whose site never gave a gradient (no chunk ran) has K = 0
@@ -338,18 +340,20 @@ def _listed(notes: dict[str, str]) -> str:
 def covariances(model: nn.Module, x: torch.Tensor, layers: Collection[str] | None = None, *,
                 init: nn.Module | None = None, batch_size: int = 256, probes: int | None = None,
                 generator: torch.Generator | None = None, output: Outputs = logits,
-                sample_dim: int = 0) -> tuple[Covariances, Covariances | None]:
+                sample_dim: int = 0, chunk_bytes: int = CHUNK_BYTES) -> tuple[Covariances, Covariances | None]:
     """K = (1/n) Σ g gᵀ, g = ∂f/∂h (float64, on x's device), of every layer of ``model`` over the samples ``x``, by
     layer name, and with ``init`` (the same network at initialization) K̄ from g − g₀, g₀ init's gradient of the same
     output j (or probe u) at the same sample and position; None in its place without. The one K sum of the library
     and of the pipeline's families (``mlp_nfa``, ``conv_nfa``, ``attention_nfa``).
 
-    ``batch_size``: samples per forward pass; their graph is held through all its backward passes. Other options as
-    ``measure_nfa``; the probes are drawn per batch, so their K depends on ``batch_size`` as well as the seed.
+    ``batch_size``: samples per forward pass; their graph is held through all its backward passes. ``chunk_bytes``:
+    what one batched backward pass's gradients may take (0: one output or probe per pass, the memory ``mlp_nfa``'s
+    plan counts). Other options as ``measure_nfa``; the probes are drawn per batch, so their K depends on
+    ``batch_size`` as well as the seed.
     """
     x, sample_dim = _checked_x(x, batch_size, probes, sample_dim)
     found, _ = _layers(model, layers, warn=False)
-    ks = _covariances(model, x, found, init, batch_size, probes, generator, output, sample_dim)
+    ks = _covariances(model, x, found, init, batch_size, probes, generator, output, sample_dim, chunk_bytes)
     return ks[0], ks[1] if init is not None else None
 
 
