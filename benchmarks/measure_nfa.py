@@ -15,9 +15,9 @@ Run: ``python benchmarks/measure_nfa.py [--threads N] [--repeat R] [--resnet [--
 
 import argparse
 import copy
-import time
 
 import torch
+from jacobians import best_of  # benchmarks/ is on sys.path when a benchmark runs as a script
 from torch.func import jacrev, vmap
 
 from featlearn.metrics import model_nfa
@@ -78,15 +78,6 @@ def grads_batched(model: MLP, x: torch.Tensor) -> list[torch.Tensor]:
 ROUTES = {"featlearn covariances": featlearn_sum, "per-output loop (before)": per_output_loop,
           "vmap(jacrev) per sample": vmap_jacrev, "jacrev of the sample sum": jacrev_of_sum,
           "is_grads_batched": grads_batched}
-
-
-def best_of(fn, *args, repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn(*args)
-        times.append(time.perf_counter() - start)
-    return min(times)
 
 
 def mlp_table(repeat: int) -> None:

@@ -43,16 +43,17 @@ def copy_repo():
 
 @pytest.fixture(scope="session")
 def long_training_run():
-    """A function making chain_fig1's smoke run long enough to interrupt (checkpoints every half second) in a
-    copied repo; it returns the run's target and its log, both relative to the repo."""
+    """A function making chain_fig1's smoke run long enough to interrupt (``steps``, checkpoints every half second)
+    in a copied repo; it returns the run's target and its log, both relative to the repo."""
     from featlearn import experiments as fx
     from featlearn.config import spec_hash
 
-    def lengthen(repo: Path) -> tuple[str, str]:
+    def lengthen(repo: Path, steps: int = 20000, measure_every: int = 5000) -> tuple[str, str]:
         path = repo / "config.yaml"
         cfg = yaml.safe_load(path.read_text())
         cfg["experiments"]["chain_fig1"]["scales"]["smoke"].update(
-            model={"widths": [256, 256]}, train={"steps": 20000, "measure_every": 5000, "checkpoint_seconds": 0.5})
+            model={"widths": [256, 256]},
+            train={"steps": steps, "measure_every": measure_every, "checkpoint_seconds": 0.5})
         path.write_text(yaml.safe_dump(cfg))
         run, unit = next(iter(fx.units(cfg | {"scale": "smoke"}, "chain_fig1").items()))
         name = f"{run}.{spec_hash(unit)}"

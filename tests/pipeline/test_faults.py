@@ -9,27 +9,12 @@ import time
 from pathlib import Path
 
 import pytest
-import yaml
 
-from featlearn import experiments as fx
-from featlearn.config import spec_hash
 from featlearn.jobs import attempts_path, load_tensors
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 
 pytestmark = pytest.mark.pipeline
-
-
-def _short_run(repo: Path) -> tuple[str, str]:
-    """chain_fig1's first smoke run, made to train for some seconds; its target and log, relative to the repo."""
-    path = repo / "config.yaml"
-    cfg = yaml.safe_load(path.read_text())
-    cfg["experiments"]["chain_fig1"]["scales"]["smoke"].update(
-        model={"widths": [256, 256]}, train={"steps": 3000, "measure_every": 1000, "checkpoint_seconds": 0.5})
-    path.write_text(yaml.safe_dump(cfg))
-    run, unit = next(iter(fx.units(cfg | {"scale": "smoke"}, "chain_fig1").items()))
-    name = f"{run}.{spec_hash(unit)}"
-    return f"results/smoke/runs/chain_fig1/{name}.pt", f"results/smoke/logs/train/chain_fig1/{name}.log"
 
 
 def _snakemake(repo: Path, *args: str) -> subprocess.CompletedProcess:
@@ -46,9 +31,9 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text()
 
 
-def test_a_run_finished_by_an_orphan_of_a_killed_snakemake_is_kept(tmp_path, copy_repo):
+def test_a_run_finished_by_an_orphan_of_a_killed_snakemake_is_kept(tmp_path, copy_repo, long_training_run):
     repo = copy_repo(tmp_path)
-    target, log = _short_run(repo)
+    target, log = long_training_run(repo, steps=3000, measure_every=1000)  # trains for some seconds
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo / "src"), os.environ.get("PYTHONPATH")]))}
     with open(tmp_path / "snakemake.out", "w") as out:  # a file: the orphan writes on after the test stops reading
         proc = subprocess.Popen([str(SNAKEMAKE), target, "--cores", "1", "--config", "scale=smoke"], cwd=repo,
