@@ -42,7 +42,7 @@ manifest: $(VENV)/.installed
 
 # every value of two builds, store by store: make compare A=results/quick B=/path/to/colleague/results/quick
 compare: $(VENV)/.installed
-	$(BIN)/python -m featlearn.reproduction compare $(A) $(B)
+	$(BIN)/python -m featlearn.pipeline.reproduction compare $(A) $(B)
 
 # rewrite the README's claims block from the quick-scale claims (after `make figures`)
 readme: $(VENV)/.installed

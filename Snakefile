@@ -1,13 +1,13 @@
 # featlearn: every figure of three feature-learning papers as a file target.
 # data -> train -> metrics -> figures -> claims/report; see README.md.
-from featlearn import numerics
+from featlearn.pipeline import numerics
 
-numerics.pin()  # first: every job inherits the CPU settings that decide its bits (featlearn.numerics)
+numerics.pin()  # first: every job inherits the CPU settings that decide its bits (featlearn.pipeline.numerics)
 
 from featlearn import config as fc
-from featlearn import experiments as fx
-from featlearn import validation
-from featlearn.gpus import gpu_count
+from featlearn.pipeline import experiments as fx
+from featlearn.pipeline import validation
+from featlearn.pipeline.gpus import gpu_count
 
 validation.check_own_code(workflow.basedir)
 validation.check_yaml("config.yaml", workflow.basedir)
@@ -54,11 +54,11 @@ rule tangent:
         [f for f in ALL_FIGURES if f.startswith(f"{FIGURES}/tangent/")],
 
 
-# Faults lose nothing (featlearn.reruns), decided before Snakemake plans: an output whose digest checks out is kept
+# Faults lose nothing (featlearn.pipeline.reruns), decided before Snakemake plans: an output whose digest checks out is kept
 # whatever Snakemake's incomplete marker says (an orphan of a killed snakemake finished it); a shared output-cache
 # entry is read-only and checked before it is linked; every job records whether its experiment's config as parsed
 # now is the committed one (a config.yaml edited mid-build is not what ran).
-from featlearn import reruns
+from featlearn.pipeline import reruns
 
 reruns.keep_finished(workflow)
 reruns.guard_cache()

@@ -1,6 +1,7 @@
 """What a real code edit to each source module reruns: jobs of the quick and of the paper DAG, counted without building.
 
-The DAGs come from Snakemake's own plan in a temporary copy of the repository (``featlearn.reruns``: planning writes
+The DAGs come from Snakemake's own plan in a temporary copy of the repository (``featlearn.pipeline.reruns``: planning
+writes
 stamps and spec files, which must not touch the checkout). A comment, docstring or formatting edit changes no stamp and
 reruns nothing. Run: ``python benchmarks/blast_radius.py`` (``--scales`` to pick).
 """
@@ -10,7 +11,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from featlearn.reruns import planned_jobs, rerun_by
+from featlearn.pipeline.reruns import planned_jobs, rerun_by
 
 ROOT = Path(__file__).resolve().parents[1]
 

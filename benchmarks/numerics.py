@@ -1,5 +1,6 @@
-"""What pinning the CPU numerics (featlearn.numerics.PINNED) costs: quick-scale training and measurement, the Fig 8
-Jacobian/AGOP sum and a Deep RFM layer, each timed in a fresh process with and without the pins, in alternation.
+"""What pinning the CPU numerics (featlearn.pipeline.numerics.PINNED) costs: quick-scale training and measurement,
+the Fig 8 Jacobian/AGOP sum and a Deep RFM layer,
+each timed in a fresh process with and without the pins, in alternation.
 
 Run from the repository root: `python benchmarks/numerics.py [--repeats 3]`. Each workload runs as a child process
 (the pins are read when torch loads), pinned and unpinned in turn, so a drift in the machine's speed falls on both;
@@ -28,10 +29,10 @@ def unit_workload(name: str) -> float:
     import torch
     import yaml
 
-    from featlearn import experiments as fx
     from featlearn.data.prepare import prepare
     from featlearn.data.synthetic import make_dataset
     from featlearn.metrics.nfa import hidden_layer_nfcs
+    from featlearn.pipeline import experiments as fx
     from featlearn.train import train
 
     torch.set_num_threads(1)
@@ -90,7 +91,7 @@ def child(kind: str, arg: str) -> None:
 
 
 def timed(kind: str, arg: str, pinned: bool) -> float:
-    from featlearn.numerics import PINNED
+    from featlearn.pipeline.numerics import PINNED
 
     env = {k: v for k, v in os.environ.items() if k not in PINNED} | (PINNED if pinned else {})
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), os.environ.get("PYTHONPATH")]))

@@ -2,13 +2,17 @@ import os
 import shutil
 from pathlib import Path
 
-from featlearn import numerics
+from featlearn.pipeline import numerics
 
 numerics.pin()  # before torch loads: the tests compute with the bits a job does
 
 import pytest  # noqa: E402
 import torch  # noqa: E402
 import yaml  # noqa: E402
+
+from featlearn.pipeline.jobs import install_hooks  # noqa: E402
+
+install_hooks()  # the science answered as in a job: usage meter, memory checks, digest-checked files
 
 torch.set_num_threads(1)
 os.environ["MPLBACKEND"] = "Agg"  # tests draw headless, as the render job does (featlearn sets no backend on import)
@@ -45,8 +49,8 @@ def copy_repo():
 def long_training_run():
     """A function making chain_fig1's smoke run long enough to interrupt (``steps``, checkpoints every half second)
     in a copied repo; it returns the run's target and its log, both relative to the repo."""
-    from featlearn import experiments as fx
     from featlearn.config import spec_hash
+    from featlearn.pipeline import experiments as fx
 
     def lengthen(repo: Path, steps: int = 20000, measure_every: int = 5000) -> tuple[str, str]:
         path = repo / "config.yaml"

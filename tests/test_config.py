@@ -5,8 +5,8 @@ import pytest
 import yaml
 
 from featlearn import config as fc
-from featlearn import deps, validation
-from featlearn import experiments as fx
+from featlearn.pipeline import deps, validation
+from featlearn.pipeline import experiments as fx
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "workflow/schemas/config.schema.yaml"
@@ -269,8 +269,9 @@ def test_an_artifact_from_another_configuration_is_refused(tmp_path):
 
 def test_a_kind_module_without_a_schema_is_named_with_the_fix(monkeypatch):
     """Kinds are found from their modules; one the schema does not describe stops validation, naming both."""
-    monkeypatch.setitem(fx.KINDS, "new_kind", {"module": "featlearn.experiments.new_kind"})
-    with pytest.raises(fc.ConfigError, match=r"kind 'new_kind' \(featlearn.experiments.new_kind\) has no schema; add "
+    monkeypatch.setitem(fx.KINDS, "new_kind", {"module": "featlearn.pipeline.experiments.new_kind"})
+    with pytest.raises(fc.ConfigError,
+                       match=r"kind 'new_kind' \(featlearn.pipeline.experiments.new_kind\) has no schema; add "
                        r"\$defs.new_kind"):
         validation.validate(copy.deepcopy(CONFIG), SCHEMA)
 

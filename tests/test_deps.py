@@ -1,7 +1,7 @@
 import ast
 import os
 
-from featlearn import deps
+from featlearn.pipeline import deps
 
 
 def test_closure_follows_module_level_imports_and_packages():
@@ -23,7 +23,7 @@ def test_a_dispatcher_does_not_pull_in_what_it_dispatches_to():
 def test_job_code_starts_from_the_workflow_script():
     code = deps.job_sources("train", "featlearn.models.mlp")
     assert code[0] == "workflow/scripts/train.py"
-    assert {"src/featlearn/train.py", "src/featlearn/jobs.py", "src/featlearn/models/mlp.py"} <= set(code)
+    assert {"src/featlearn/train.py", "src/featlearn/pipeline/jobs.py", "src/featlearn/models/mlp.py"} <= set(code)
 
 
 def _lazy_imports(tree: ast.Module) -> set[str]:
@@ -39,7 +39,8 @@ def _lazy_imports(tree: ast.Module) -> set[str]:
 def test_lazy_imports_are_followed_except_at_declared_dispatch_points():
     """A function-level import is part of its module's closure; a dispatcher's are not (the job names its choice),
     so each must be reachable from its table. importlib is only allowed in a dispatcher."""
-    assert "src/featlearn/metrics/measure.py" in deps.closure("featlearn.experiments.training")  # imported lazily
+    # imported lazily
+    assert "src/featlearn/metrics/measure.py" in deps.closure("featlearn.pipeline.experiments.training")
     for path in sorted((deps.SRC / "featlearn").rglob("*.py")):
         text = path.read_text()
         tree = ast.parse(text)

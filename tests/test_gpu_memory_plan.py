@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from featlearn import experiments as fx
-from featlearn import resources as fr
 from featlearn.config import experiment
+from featlearn.pipeline import experiments as fx
+from featlearn.pipeline import resources as fr
 
 ROOT = Path(__file__).resolve().parents[1]
 CARDS_GB = (24, 40, 80, 141)
@@ -76,7 +76,7 @@ def test_snakemake_shares_a_found_card_by_memory_and_never_overcommits_it(tmp_pa
     """A card found here (simulated: 24 GB) becomes the global gpu_mem_mb as common.smk sets it; Snakemake then runs
     jobs side by side up to the card but never two 15 GB jobs, with six GPU slots and six cores free."""
     (tmp_path / "Snakefile").write_text(textwrap.dedent('''
-        from featlearn import resources as fr
+        from featlearn.pipeline import resources as fr
 
         CARDS = fr.gpu_cards(workflow.global_resources.get("gpu_mem_mb").value, workflow.local_exec, [24000])
         workflow.register_resource("gpu_mem_mb", CARDS.total_mb)

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from featlearn import gpus
+from featlearn.pipeline import gpus
 
-CTX = multiprocessing.get_context("fork")  # children only import featlearn.gpus; fork keeps them fast
+CTX = multiprocessing.get_context("fork")  # children only import featlearn.pipeline.gpus; fork keeps them fast
 
 
 def _claim(lock_dir, count, results, hold=None, need_mb=None, cards_mb=None) -> None:

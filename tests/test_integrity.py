@@ -5,9 +5,9 @@ import pytest
 import torch
 import xarray as xr
 
-from featlearn.integrity import dataset_digest, tensors_digest
-from featlearn.jobs import load_tensors, save_tensors
-from featlearn.store import read_store, write_store
+from featlearn.pipeline.integrity import dataset_digest, tensors_digest
+from featlearn.pipeline.jobs import load_tensors, save_tensors
+from featlearn.pipeline.store import read_store, write_store
 
 
 def _flip_inside(path, needle: bytes) -> None:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from featlearn.integrity import ResultKept
-from featlearn.jobs import JobRunning, attempts_path, job_device, load_tensors, save_tensors, start
-from featlearn.reruns import refuse_duplicates
+from featlearn.pipeline.integrity import ResultKept
+from featlearn.pipeline.jobs import JobRunning, attempts_path, job_device, load_tensors, save_tensors, start
+from featlearn.pipeline.reruns import refuse_duplicates
 
 NO_CUDA = pytest.mark.skipif(torch.cuda.is_available(), reason="checks the behaviour where CUDA sees no device")
 
@@ -33,7 +33,7 @@ def test_a_gpu_job_without_cuda_fails_under_cuda_and_falls_back_under_auto(caplo
 
 def test_an_uncaught_exception_is_written_to_the_jobs_log(tmp_path):
     log = tmp_path / "job.log"
-    code = f"from featlearn.jobs import start\nstart({str(log)!r})\nraise ValueError('the cause, named')\n"
+    code = f"from featlearn.pipeline.jobs import start\nstart({str(log)!r})\nraise ValueError('the cause, named')\n"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     text = log.read_text()
@@ -50,7 +50,7 @@ def test_a_second_copy_of_a_running_job_stops_and_keeps_the_first_ones_log(tmp_p
         fcntl.flock(orphan, fcntl.LOCK_EX | fcntl.LOCK_NB)
         with pytest.raises(JobRunning, match=r"already running \(pid 4242 on node7\).*kill it, then rerun"):
             start(str(log))
-    code = f"from featlearn.jobs import start\nstart({str(log)!r}).info('second attempt')\n"
+    code = f"from featlearn.pipeline.jobs import start\nstart({str(log)!r}).info('second attempt')\n"
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)  # the lock is free once the orphan exits
     text = log.read_text()
     assert text.startswith("the orphan's lines\n") and "second attempt" in text
@@ -58,7 +58,8 @@ def test_a_second_copy_of_a_running_job_stops_and_keeps_the_first_ones_log(tmp_p
 
 def test_a_figure_job_loads_no_torch_and_a_job_loading_it_later_keeps_its_threads(tmp_path):
     code = (
-        "import sys\nfrom featlearn.jobs import start\nimport featlearn.store, featlearn.figures.collapse.fig2\n"
+        "import sys\nfrom featlearn.pipeline.jobs import start\n"
+        "import featlearn.pipeline.store, featlearn.figures.collapse.fig2\n"
         f"start({str(tmp_path / 'job.log')!r}, threads=2)\nprint('torch' in sys.modules)\n"
         "import torch\nprint(torch.get_num_threads())\n"
     )
@@ -97,7 +98,7 @@ def test_a_checkpoint_with_optimizer_and_rng_state_loads_safely(tmp_path):
 def test_every_attempts_lines_stay_when_snakemake_deletes_the_log_between_attempts(tmp_path):
     log = tmp_path / "train" / "run.log"
     for attempt in (1, 2):
-        code = f"from featlearn.jobs import start\nstart({str(log)!r}).info('attempt {attempt}')\n"
+        code = f"from featlearn.pipeline.jobs import start\nstart({str(log)!r}).info('attempt {attempt}')\n"
         subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
         if attempt == 1:
             log.unlink()  # what Snakemake does before each attempt

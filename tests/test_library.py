@@ -33,6 +33,6 @@ def test_top_level_names_are_the_metrics_functions():
     assert set(featlearn.__all__) == set(featlearn.DISPATCH)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         featlearn.nope  # noqa: B018
-    from featlearn import store  # submodules still import as before
+    from featlearn.pipeline import store  # submodules still import as before
 
-    assert store.__name__ == "featlearn.store"
+    assert store.__name__ == "featlearn.pipeline.store"

@@ -6,9 +6,10 @@ import pytest
 import torch
 import xarray as xr
 
-from featlearn import memory
-from featlearn.jobs import save_tensors
-from featlearn.store import step_axis, write_store
+from featlearn.metrics.axes import step_axis
+from featlearn.pipeline import memory
+from featlearn.pipeline.jobs import save_tensors
+from featlearn.pipeline.store import write_store
 
 
 def _cgroup_tree(root: Path, folders: dict[str, dict[str, str]]) -> None:

@@ -1,9 +1,9 @@
-"""featlearn.projection: a paper job's hours and memory from its rehearsal's record; requests from a projection."""
+"""featlearn.pipeline.projection: a paper job's hours and memory from its rehearsal's record; requests from one."""
 
 import pytest
 
-from featlearn import projection
-from featlearn.resources import job_resources, projected
+from featlearn.pipeline import projection
+from featlearn.pipeline.resources import job_resources, projected
 
 RECORD = {"unit": "step", "units_run": 4, "seconds_per_unit": 0.5, "per_unit_from": "after warm-up", "seconds": 10.0,
           "peak_rss_mb": 1500.0, "rss_start_mb": 500.0, "cuda_peak_mb": None, "output_bytes": 2**20, "device": "cpu"}
@@ -52,7 +52,7 @@ def test_markdown_totals_each_figure_and_the_whole():
 
 
 def test_a_build_stops_up_front_when_results_lacks_the_projected_disk(tmp_path, monkeypatch):
-    from featlearn import memory, resources
+    from featlearn.pipeline import memory, resources
 
     projection = {"train/e/u": {"disk_mb": "100"}}
     resources.check_disk(projection, tmp_path / "results")  # a real disk holds 100 MB

@@ -1,4 +1,4 @@
-"""featlearn.rehearsal: one rule cuts repetitions and keeps shapes; featlearn.usage: what a job records."""
+"""pipeline.rehearsal: one rule cuts repetitions and keeps shapes; pipeline.usage: what a job records."""
 
 import json
 import time
@@ -7,8 +7,8 @@ import pytest
 import yaml
 
 from featlearn import config as fc
-from featlearn import experiments as fx
-from featlearn import rehearsal, usage
+from featlearn.pipeline import experiments as fx
+from featlearn.pipeline import rehearsal, usage
 from featlearn.train import schedule
 
 

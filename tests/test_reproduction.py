@@ -9,11 +9,11 @@ import pytest
 import torch
 import xarray as xr
 
-from featlearn import numerics
-from featlearn.jobs import save_tensors
-from featlearn.manifests import check, read_manifest
-from featlearn.reproduction import GPU_RTOL, compare, main, manifest
-from featlearn.store import write_store
+from featlearn.pipeline import numerics
+from featlearn.pipeline.jobs import save_tensors
+from featlearn.pipeline.manifests import check, read_manifest
+from featlearn.pipeline.reproduction import GPU_RTOL, compare, main, manifest
+from featlearn.pipeline.store import write_store
 
 
 def _store(path: Path, uc: np.ndarray, seconds: float, device: str = "cpu") -> None:
@@ -124,7 +124,7 @@ def test_a_gpu_job_asks_for_deterministic_algorithms():
     import subprocess
     import sys
 
-    code = ("from featlearn import numerics; numerics.deterministic_cuda(); import os, torch; "
+    code = ("from featlearn.pipeline import numerics; numerics.deterministic_cuda(); import os, torch; "
             "print(torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),"
             " os.environ['CUBLAS_WORKSPACE_CONFIG'])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()

@@ -2,8 +2,8 @@ import math
 
 import pytest
 
-from featlearn.projection import GPU_MARGIN
-from featlearn.resources import (
+from featlearn.pipeline.projection import GPU_MARGIN
+from featlearn.pipeline.resources import (
     CUDA_CONTEXT_MB,
     DataShape,
     GpuMemoryError,
@@ -151,7 +151,7 @@ def test_the_mlp_measurement_asks_for_its_k_plan():
 
 
 def build_meta(unit):
-    from featlearn.resources import _meta_model
+    from featlearn.pipeline.resources import _meta_model
 
     return _meta_model(unit, data_shape(REAL_MLP_DATA))
 

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from featlearn.store import check_attributes, epoch_axis, read_store, step_axis, write_store
+from featlearn.metrics.axes import epoch_axis, step_axis
+from featlearn.pipeline.store import check_attributes, read_store, write_store
 
 
 def _labelled() -> xr.Dataset:
@@ -51,9 +52,9 @@ def test_epoch_axis_labels_the_step_dimension():
 def test_a_config_edited_mid_build_does_not_mark_stores_of_the_committed_config_dirty(monkeypatch, edited):
     """The Snakefile records, when it parses the config, which specs come from an experiment not as committed; the
     working tree's config.yaml at write time (edited since) no longer decides ``git_dirty``."""
-    import featlearn.store as store
+    import featlearn.pipeline.store as store
     from featlearn.config import spec_hash
-    from featlearn.reruns import CONFIG_EDITS
+    from featlearn.pipeline.reruns import CONFIG_EDITS
 
     spec = {"experiment": "chain_fig1", "seed": 0}
     monkeypatch.setattr(store, "git_state", lambda repo=None: ("0123abcd", True))  # config.yaml edited since

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import importlib
 
-# library name -> the module defining it (a dispatch table, so featlearn.deps follows no job into these modules)
+# library name -> the module defining it (a dispatch table, so featlearn.pipeline.deps follows no job into these
+# modules)
 DISPATCH = {
     "measure_nfa": "featlearn.metrics.model_nfa",
     "agop": "featlearn.metrics.model_nfa",

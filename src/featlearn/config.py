@@ -2,8 +2,8 @@
 
 ``config.yaml`` states each experiment's paper values once and overrides them per scale
 under ``scales``. Everything downstream sees only ``experiment(config, name)`` and the units
-its kind makes of it (``featlearn.experiments``), so a sweep is data, not code. Checking a
-config (the schema, its error messages, the YAML itself) is ``featlearn.validation``'s, which
+its kind makes of it (``featlearn.pipeline.experiments``), so a sweep is data, not code. Checking a
+config (the schema, its error messages, the YAML itself) is ``featlearn.pipeline.validation``'s, which
 only the Snakefile loads: a job never reruns because an error message was reworded.
 """
 

@@ -32,9 +32,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from featlearn import optim, usage
+from featlearn import hooks, optim
 from featlearn.config import spec_json
-from featlearn.jobs import load_tensors, save_tensors
 from featlearn.models import build_model
 
 log = logging.getLogger(__name__)
@@ -67,8 +66,8 @@ def training_tensors(data: dict) -> dict[str, torch.Tensor]:
 def schedule(spec: dict, n: int) -> dict[str, int]:
     """steps, steps_per_epoch, warmup_steps and the measurement list of one run on n examples.
 
-    A rehearsal's run (``train.budget``, ``featlearn.rehearsal``) takes the first ``budget.steps`` steps of that plan
-    at the run's own lr, without the warm-up epoch, and is measured at init and at its end."""
+    A rehearsal's run (``train.budget``, ``featlearn.pipeline.rehearsal``) takes the first ``budget.steps`` steps of
+    that plan at the run's own lr, without the warm-up epoch, and is measured at init and at its end."""
     tr = spec["train"]
     if "epochs" not in tr:
         plan = {"steps": tr["steps"], "steps_per_epoch": 1, "warmup_steps": 0,
@@ -194,7 +193,7 @@ def _load_checkpoint(path: Path, spec: str) -> dict | None:
     if not path.exists():
         return None
     try:
-        ckpt = load_tensors(path)
+        ckpt = hooks.current().load(path)
     except OSError as err:  # a truncated or corrupted file: say so, start over
         log.warning("checkpoint %s: %s; training from scratch", path, err)
         return None
@@ -256,12 +255,12 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path, device: torch.dev
         state = {k: ckpt[k] for k in state}
 
     def save_checkpoint() -> None:
-        save_tensors({"spec": canonical, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
+        hooks.current().save({"spec": canonical, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
                       "shuffle": shuffle.get_state(), "rng": torch.get_rng_state(), **state}, checkpoint)
 
     start = time.monotonic()
     last_ckpt = start
-    usage.start("step")
+    hooks.current().start("step")
     status, diverged_at = "completed", None
     step = state["step"]
     with _StopOnSigterm() as stop:
@@ -306,7 +305,7 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path, device: torch.dev
             if tr.get("grad_clip"):
                 nn.utils.clip_grad_norm_(model.parameters(), tr["grad_clip"])
             optimizer.step()
-            usage.tick()
+            hooks.current().tick()
             step += 1
             state["step"] = step
             if step % max(1, plan["steps"] // 20) == 0:
@@ -322,7 +321,7 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path, device: torch.dev
         "diverged_step": diverged_at,
         "seconds": time.monotonic() - start,
     }
-    save_tensors(record, out)
+    hooks.current().save(record, out)
     checkpoint.unlink(missing_ok=True)
     return record
 

@@ -6,7 +6,7 @@ import xarray as xr
 from featlearn.claims import core
 from featlearn.claims import tangent as tg
 from featlearn.claims.core import FAILED, PASSED
-from featlearn.experiments.tangent_penalties import penalties_store
+from featlearn.pipeline.experiments.tangent_penalties import penalties_store
 
 ATTRS = {"scale": "quick", "data_source": "none (analytic)"}
 

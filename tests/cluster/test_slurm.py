@@ -187,7 +187,7 @@ rule retry_probe:
 
 
 def test_a_job_out_of_memory_is_retried_with_more_memory(cluster, tmp_path, copy_repo):
-    from featlearn.resources import job_resources
+    from featlearn.pipeline.resources import job_resources
 
     repo = copy_repo(tmp_path)
     first = job_resources("auto", "smoke", "train", "training")["mem_mb"]
@@ -212,7 +212,7 @@ def test_the_shipped_partitions_send_gpu_jobs_to_a_gpu_partition_and_the_rest_el
     paper scale: a network's training asks for a GPU, a synthetic run's measurement does not."""
     import logging
 
-    from featlearn.resources import job_resources
+    from featlearn.pipeline.resources import job_resources
 
     where = _plugin_path()
     if where is None:

@@ -4,8 +4,8 @@ import sys
 
 import pytest
 
-from featlearn import deps
 from featlearn.data import prepare
+from featlearn.pipeline import deps
 
 TEACHER = {"dataset": "mnist_teacher", "minus": 2, "plus": 3, "n_train": 20, "normalization": "unit_norm",
            "widths": [8], "fit": "lstsq", "seed": 0, "teacher": 0, "target": "linear"}

@@ -7,7 +7,7 @@ import torch
 from torchvision import datasets
 
 from featlearn.data import real
-from featlearn.jobs import load_tensors
+from featlearn.pipeline.jobs import load_tensors
 
 NATIVE = {"mnist": 28, "cifar10": 32, "cifar100": 32, "svhn": 32, "stl10": 96}
 MD5_CHECKED = {"cifar10", "cifar100", "svhn", "stl10", "celeba"}

@@ -8,7 +8,7 @@ import torch
 
 from featlearn.data import text
 from featlearn.data.missing import DatasetMissingError
-from featlearn.jobs import load_tensors, save_tensors
+from featlearn.pipeline.jobs import load_tensors, save_tensors
 
 PASSAGE = "First Citizen:\nBefore we proceed any further, hear me speak.\n\nAll:\nSpeak, speak.\n"
 

@@ -2,8 +2,8 @@ import numpy as np
 import torch
 
 from featlearn.data.prepare import prepare
-from featlearn.experiments import deep_rfm as kind
-from featlearn.experiments.deep_rfm import data_block
+from featlearn.pipeline.experiments import deep_rfm as kind
+from featlearn.pipeline.experiments.deep_rfm import data_block
 
 
 def _cfg(**data):

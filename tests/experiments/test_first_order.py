@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from featlearn.data.synthetic import regression_task
-from featlearn.experiments.first_order import first_order_store
 from featlearn.metrics.theory import draw_layer0_ptks, first_order_prediction, second_derivative_correlation
+from featlearn.pipeline.experiments.first_order import first_order_store
 
 
 def test_first_order_store_shares_nets_across_datasets():

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from featlearn.data.synthetic import alignment_reversing
-from featlearn.experiments.reversing import reversing_store
 from featlearn.metrics.theory import quadratic_net_ptk, sample_quadratic_net, second_derivative_correlation
+from featlearn.pipeline.experiments.reversing import reversing_store
 
 
 def test_reversing_store_uses_one_fixed_net():
@@ -39,7 +39,7 @@ def test_reversing_store_uses_one_fixed_net():
 
 def test_one_file_per_gamma_holds_every_seed_and_measures_like_separate_draws():
     from featlearn.data.synthetic import make_dataset
-    from featlearn.experiments import reversing
+    from featlearn.pipeline.experiments import reversing
 
     unit = {"n": 16, "d": 16, "k": 16, "gammas": [0.25, 1.0], "data_seeds": 3, "r_seeds": 2, "net_seed": 0,
             "den2": "corrected", "eps1": 0.5, "eps2": 0.01, "x_scale": None}

@@ -3,9 +3,9 @@ import pytest
 import torch
 
 from featlearn.data.prepare import prepare
-from featlearn.experiments import tangent_mnist as kind
+from featlearn.pipeline.experiments import tangent_mnist as kind
+from featlearn.pipeline.store import check_attributes, read_store, write_store
 from featlearn.seeds import stream_seed
-from featlearn.store import check_attributes, read_store, write_store
 from featlearn.train import train
 
 SMOKE = {

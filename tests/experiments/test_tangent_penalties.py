@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from featlearn.experiments.tangent_penalties import penalties_store
-from featlearn.store import check_attributes
+from featlearn.pipeline.experiments.tangent_penalties import penalties_store
+from featlearn.pipeline.store import check_attributes
 
 
 def test_penalties_store_schema():

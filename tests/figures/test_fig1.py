@@ -9,8 +9,8 @@ import yaml
 
 from featlearn import config as fc
 from featlearn.data.synthetic import make_dataset
-from featlearn.experiments import training
 from featlearn.figures.alignment import fig1
+from featlearn.pipeline.experiments import training
 from featlearn.train import train
 
 CONFIG_PATH = Path(__file__).resolve().parents[2] / "config.yaml"

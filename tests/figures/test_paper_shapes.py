@@ -3,7 +3,8 @@
 The smoke build checks the figures at smoke shapes; the paper's shapes differ (six datasets, 151 epochs, ten Gram
 layers, 20 γ values, 5,001 GPT iterations) and so does a rehearsal's (one seed, two snapshots a few optimizer steps
 apart: epochs such as 0.0102). The stores here are synthetic: made-up values, with the variables, dimensions and
-coordinates the pipeline writes, sized from config.yaml's paper values (rehearsed by ``featlearn.rehearsal.cut``).
+coordinates the pipeline writes, sized from config.yaml's paper values (rehearsed by
+``featlearn.pipeline.rehearsal.cut``).
 Time axes come from the training schedule itself (``featlearn.train.schedule``, ``metrics.measure.time_axis``) and the
 per-unit stores are stacked by each kind's own ``combine``, so padding (MNIST's 50 of 150 epochs) is the pipeline's.
 Values move with the fraction of the paper's run done, so a rehearsal's curves barely move, as a real one's do.
@@ -23,13 +24,13 @@ import xarray as xr
 import yaml
 
 from featlearn import config as fc
-from featlearn import experiments as fx
-from featlearn import rehearsal
 from featlearn.figures import figure_numbers, style
 from featlearn.metrics import nfa
 from featlearn.metrics.collapse_measure import collapse_run_dataset
 from featlearn.metrics.measure import time_axis
-from featlearn.projection import points
+from featlearn.pipeline import experiments as fx
+from featlearn.pipeline import rehearsal
+from featlearn.pipeline.projection import points
 from featlearn.train import schedule
 
 CONFIG = Path(__file__).resolve().parents[2] / "config.yaml"
@@ -180,7 +181,7 @@ def _single(name: str, exp: dict, rng: np.random.Generator) -> xr.Dataset:
                                   "alpha": exp["alphas"], "net": np.arange(exp["observed_nets"])},
                           attrs={"data_source": "synthetic test store"})
     if kind == "tangent_penalties":
-        from featlearn.experiments.tangent_penalties import penalties_store
+        from featlearn.pipeline.experiments.tangent_penalties import penalties_store
 
         return penalties_store(exp).assign_attrs(data_source="none (analytic)")
     if kind == "tangent_mnist":

@@ -2,6 +2,7 @@ import numpy as np
 import pytest
 import torch
 
+from featlearn.metrics.axes import epoch_axis
 from featlearn.metrics.collapse import nfa_correlation, nfa_correlation_full, stratified_indices
 from featlearn.metrics.collapse_measure import (
     LONG_NAMES,
@@ -13,7 +14,7 @@ from featlearn.metrics.collapse_measure import (
 )
 from featlearn.metrics.nfa import psd_sqrt, ptk_feature_covariance
 from featlearn.models.collapse_nets import CollapseNet, init_collapse_net
-from featlearn.store import check_attributes, epoch_axis
+from featlearn.pipeline.store import check_attributes
 
 CLASSES = 3
 

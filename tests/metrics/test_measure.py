@@ -5,14 +5,14 @@ import pytest
 import torch
 
 from featlearn.data.synthetic import make_dataset
-from featlearn.integrity import dataset_digest
 from featlearn.metrics import nfa
 from featlearn.metrics.jacobians import layer_jacobians
 from featlearn.metrics.measure import DISPATCH, combine_runs, measure_run
 from featlearn.metrics.theory import second_derivative_correlation
 from featlearn.models import DISPATCH as ARCHS
 from featlearn.models import build_model
-from featlearn.store import check_attributes, provenance, read_store, write_store
+from featlearn.pipeline.integrity import dataset_digest
+from featlearn.pipeline.store import check_attributes, provenance, read_store, write_store
 from featlearn.train import train
 
 SPEC = {

@@ -12,13 +12,13 @@ import numpy as np
 import pytest
 import torch
 
-from featlearn import memory
 from featlearn.data.synthetic import make_dataset
 from featlearn.metrics import mlp_nfa, nfa
 from featlearn.metrics.jacobians import layer_jacobians
 from featlearn.metrics.measure import measure_run
 from featlearn.models import build_model
 from featlearn.models.mlp import MLP
+from featlearn.pipeline import memory
 from featlearn.train import train, training_tensors
 
 SPEC = {

@@ -4,9 +4,10 @@ import sys
 
 import pytest
 
-from featlearn import deps, optim
+from featlearn import optim
 from featlearn.data.synthetic import make_dataset
-from featlearn.jobs import save_tensors
+from featlearn.pipeline import deps
+from featlearn.pipeline.jobs import save_tensors
 
 ROOT = deps.ROOT
 TRAIN_METRICS = deps.dispatch("workflow/scripts/train.py")
@@ -24,7 +25,8 @@ def _run(code: str, *args: str) -> str:
 def test_planning_checks_every_optimizer_without_torch():
     """The Snakefile validates config.yaml, each optimizer's check included, before any job: every optimizer module
     has the interface and loads without torch."""
-    code = ("import importlib, json, sys, yaml\nfrom featlearn import optim, validation\n"
+    code = ("import importlib, json, sys, yaml\nfrom featlearn import optim\n"
+            "from featlearn.pipeline import validation\n"
             "validation.validate(yaml.safe_load(open('config.yaml')), 'workflow/schemas/config.schema.yaml')\n"
             "modules = [importlib.import_module(m) for m in optim.DISPATCH.values()]\n"
             "missing = [m.__name__ for m in modules for f in ('make', 'check') if not callable(getattr(m, f, None))]\n"
@@ -45,7 +47,7 @@ def test_a_run_loads_exactly_its_own_optimizer(name, tmp_path):
             "train": train, "measure": {}}
     save_tensors(make_dataset(spec["data"]), tmp_path / "data.pt")
     metric = TRAIN_METRICS.get(name)
-    code = ("import json, sys\nfrom featlearn.jobs import load_tensors\nfrom featlearn.train import train\n"
+    code = ("import json, sys\nfrom featlearn.pipeline.jobs import load_tensors\nfrom featlearn.train import train\n"
             + (f"from {metric} import hidden_layer_nfcs as f\n" if metric else "f = None\n")
             + f"train(json.loads({json.dumps(spec)!r}), load_tensors({str(tmp_path / 'data.pt')!r}), "
             f"{str(tmp_path / 'r.pt')!r}, {str(tmp_path / 'c')!r}, layer_nfcs=f)\n"

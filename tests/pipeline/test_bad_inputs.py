@@ -15,8 +15,8 @@ import pytest
 import torch
 import yaml
 
-from featlearn.gpus import gpu_count
-from featlearn.store import read_store
+from featlearn.pipeline.gpus import gpu_count
+from featlearn.pipeline.store import read_store
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 MNIST_CACHE = ("results/paper/data/mnist/"
@@ -146,7 +146,7 @@ def test_bad_input_stops_with_a_message_naming_what_and_where(tmp_path, case, br
 def test_a_read_only_mount_is_named_as_such(tmp_path, monkeypatch):
     """Not a permission problem to fix with chmod: the output folder's file system is mounted read-only."""
     from featlearn.config import ConfigError
-    from featlearn.validation import check_output_dirs
+    from featlearn.pipeline.validation import check_output_dirs
 
     (tmp_path / "results").mkdir()
     statvfs = os.statvfs

@@ -10,9 +10,9 @@ import pytest
 import torch
 import yaml
 
-from featlearn import experiments as fx
 from featlearn.config import spec_hash
-from featlearn.jobs import load_tensors
+from featlearn.pipeline import experiments as fx
+from featlearn.pipeline.jobs import load_tensors
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from featlearn.jobs import attempts_path, load_tensors
+from featlearn.pipeline.jobs import attempts_path, load_tensors
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from featlearn.projection import read_csv
-from featlearn.store import read_store
+from featlearn.pipeline.projection import read_csv
+from featlearn.pipeline.store import read_store
 
 pytestmark = pytest.mark.pipeline
 

@@ -4,9 +4,9 @@ import pytest
 import yaml
 
 from featlearn import config as fc
-from featlearn import deps
-from featlearn import experiments as fx
-from featlearn.reruns import downstream, planned_jobs, rerun_by
+from featlearn.pipeline import deps
+from featlearn.pipeline import experiments as fx
+from featlearn.pipeline.reruns import downstream, planned_jobs, rerun_by
 
 pytestmark = pytest.mark.pipeline
 

@@ -13,11 +13,11 @@ import torch
 import yaml
 
 from featlearn import config as fc
-from featlearn import deps, numerics, reproduction
-from featlearn import experiments as fx
 from featlearn.figures import figure_numbers
-from featlearn.jobs import LOADED_MODULES, load_tensors
-from featlearn.store import read_store, write_store
+from featlearn.pipeline import deps, numerics, reproduction
+from featlearn.pipeline import experiments as fx
+from featlearn.pipeline.jobs import LOADED_MODULES, load_tensors
+from featlearn.pipeline.store import read_store, write_store
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 CORES = str(os.cpu_count() or 2)  # CI's 2; all of a larger machine's (the GPU one builds the smoke DAG in ~1.5 min)
@@ -142,8 +142,8 @@ def test_compare_names_the_perturbed_store_variable_and_difference(built, tmp_pa
     ds = read_store(store)
     ds["uc_nfc"][(0,) * ds["uc_nfc"].ndim] += 1e-3
     write_store(ds, store, ds.attrs)
-    proc = subprocess.run([sys.executable, "-m", "featlearn.reproduction", "compare", str(built / "results/smoke"),
-                           str(other)], capture_output=True, text=True, cwd=built,
+    proc = subprocess.run([sys.executable, "-m", "featlearn.pipeline.reproduction", "compare",
+                           str(built / "results/smoke"), str(other)], capture_output=True, text=True, cwd=built,
                           env=_env(built / "src"))
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert f"| metrics/{store.name} | uc_nfc | 0.001 |" in proc.stdout, proc.stdout
@@ -202,7 +202,8 @@ def _loaded_code(repo: Path, log: str) -> set[str]:
 
 
 def test_every_job_depends_on_exactly_the_code_it_ran(built):
-    """The code inputs featlearn.deps computed for each job are exactly the modules it really loaded, less those that
+    """The code inputs featlearn.pipeline.deps computed for each job are exactly the modules it really loaded, less
+    those that
     cannot change a result (deps.INERT), and after an edit of every module Snakemake replans each job naming exactly
     its code inputs: an edit reruns precisely the jobs whose code runs the edited file, however it is reached
     (dispatch tables included)."""
@@ -245,7 +246,7 @@ def test_every_job_depends_on_exactly_the_code_it_ran(built):
 
 
 def _sources(inputs) -> set[str]:
-    """The featlearn source files whose code stamps (featlearn.deps.code_stamp) are among a job's inputs."""
+    """The featlearn source files whose code stamps (featlearn.pipeline.deps.code_stamp) are among a job's inputs."""
     return {deps.source_of(p) for p in inputs if p.startswith(f"{deps.STAMPS}/src/")}
 
 

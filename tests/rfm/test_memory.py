@@ -11,12 +11,14 @@ The full-matrix implementation before it peaked at 5 N×N buffers here (d = 50; 
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 import torch
 
-from featlearn import memory
+from featlearn import hooks
+from featlearn.pipeline import memory
 from featlearn.rfm.deep_rfm import SOLVES, choose_solve, deep_rfm, layer_bytes, pm_one_hot, rfm_layer, run_bytes
 
 N = 3000
@@ -113,10 +115,11 @@ def test_the_needs_at_the_papers_n():
 
 def test_a_run_takes_the_two_buffer_solve_only_where_it_fits(monkeypatch, caplog):
     need = {solve: run_bytes(4000, 784, 1024, solve=solve) for solve in SOLVES}
-    monkeypatch.setattr(memory, "available_bytes", lambda device: need["two_buffers"])
+    answers = hooks.current()
+    monkeypatch.setattr(hooks, "_installed", replace(answers, available_bytes=lambda device: need["two_buffers"]))
     assert choose_solve(4000, 784, 1024, torch.float64, "cpu", "two_buffers") == "two_buffers"
     assert choose_solve(4000, 784, 1024, torch.float64, "cpu") == "in_place"  # the default prefers the leanest
-    monkeypatch.setattr(memory, "available_bytes", lambda device: need["two_buffers"] - 1)
+    monkeypatch.setattr(hooks, "_installed", replace(answers, available_bytes=lambda device: need["two_buffers"] - 1))
     with caplog.at_level("INFO", logger="featlearn.rfm.deep_rfm"):
         assert choose_solve(4000, 784, 1024, torch.float64, "cpu", "two_buffers") == "in_place"
     assert "two N×N float64 buffers, K and its Cholesky factor would need" in caplog.text

@@ -2,17 +2,17 @@
 import re
 from pathlib import PurePosixPath
 
-from featlearn import deps
-from featlearn import experiments as fx
-from featlearn import rehearsal
-from featlearn import resources as fr
+from featlearn.pipeline import deps
+from featlearn.pipeline import experiments as fx
+from featlearn.pipeline import rehearsal
+from featlearn.pipeline import resources as fr
 from featlearn.data.prepare import module as data_module
 from featlearn.figures import figure_numbers
 
 SCALE = config["scale"]
 REHEARSE = config.get("rehearse", False)
 REHEARSE_STEPS = config.get("rehearse_steps", rehearsal.STEPS)
-# The threads every compute job runs with: part of each result's identity (featlearn.numerics), so every experiment
+# The threads every compute job runs with: part of each result's identity (featlearn.pipeline.numerics), so every experiment
 # and unit spec carries it and another count is another file.
 THREADS = config.get("threads", 1)
 # A build's label: the scale, or '<scale>-rehearsal'. Each keeps its own data, runs, stores, claims, logs, benchmarks
@@ -82,7 +82,7 @@ SHORTCUTS = (
 )
 
 
-# Code inputs: the import closure of each job's script and of the modules it dispatches to (featlearn.deps), never a
+# Code inputs: the import closure of each job's script and of the modules it dispatches to (featlearn.pipeline.deps), never a
 # hand-written list, as one fingerprint stamp per file (results/code/), so an edit reruns exactly the jobs whose code
 # imports the edited file, and only when it changes what the code does (comments and docstrings rerun nothing).
 ARCH_MODULES = deps.dispatch("featlearn.models")
@@ -117,7 +117,7 @@ def measure_code(experiment, unit):
 
 
 def kind_code(experiment, function):
-    """The experiment's kind module as a job that calls only its `function` runs it (featlearn.deps.closure)."""
+    """The experiment's kind module as a job that calls only its `function` runs it (featlearn.pipeline.deps.closure)."""
     return f'{fx.KINDS[EXPERIMENTS[experiment]["kind"]]["module"]}:{function}'
 
 
@@ -193,7 +193,7 @@ def current_experiment(w):
     return exp
 
 
-# What each job asks of a scheduler (featlearn.resources: one table, and the one rule for who gets a GPU). The SLURM
+# What each job asks of a scheduler (featlearn.pipeline.resources: one table, and the one rule for who gets a GPU). The SLURM
 # profile turns these into sbatch options; a cluster with other limits overrides one rule there with `set-resources`.
 # A rehearsal of this scale, where one was run, measured every job: its projection sets their runtime and memory.
 PROJECTION = {} if REHEARSE else fr.load_projection(f"results/{rehearsal.scale_tag(SCALE, True)}/projection.csv")
@@ -226,7 +226,7 @@ def job_request(what, stage):
 
 
 def unit_resources(stage, w, attempt=1):
-    """Every `resources` entry of the `stage` job of unit `w.unit` (featlearn.resources.job_resources)."""
+    """Every `resources` entry of the `stage` job of unit `w.unit` (featlearn.pipeline.resources.job_resources)."""
     unit = UNITS[w.experiment][w.unit]
     blocks = KIND[w.experiment].datasets(unit)
     row = PROJECTION.get(f"{stage}/{w.experiment}/{w.unit}")
@@ -248,7 +248,7 @@ def check_gpu_jobs(jobs):
 # The GPU memory jobs share: this machine's cards (nvidia-smi, once per call) or the gpu_mem_mb given in --resources
 # or a profile. Snakemake caps a job's request at the global resource silently, so a job larger than one card is
 # refused by job_request instead, and the global gpu_mem_mb (cards × the smallest card) keeps jobs on shared cards
-# from overcommitting them (featlearn.gpus.claim_gpu picks the card).
+# from overcommitting them (featlearn.pipeline.gpus.claim_gpu picks the card).
 GPU_CARDS = fr.gpu_cards(workflow.global_resources.get("gpu_mem_mb").value, workflow.local_exec)
 if GPU_CARDS.total_mb is not None:
     workflow.register_resource("gpu_mem_mb", GPU_CARDS.total_mb)

@@ -1,6 +1,6 @@
 # Stage 3: every unit of an experiment measured into its own netCDF store (a trained run's snapshots, one Deep RFM
 # dataset, or a whole one-job experiment), then the units combined into the experiment's store. What a unit is and
-# how it is measured and combined is its kind's module (featlearn.experiments); these two rules are all kinds'.
+# how it is measured and combined is its kind's module (featlearn.pipeline.experiments); these two rules are all kinds'.
 
 
 rule measure:

@@ -1,4 +1,4 @@
-# A rehearsal's last stage: every paper job's projected hours, peak memory and disk (featlearn.projection), for all
+# A rehearsal's last stage: every paper job's projected hours, peak memory and disk (featlearn.pipeline.projection), for all
 # figures (results/<scale>-rehearsal/projection.{csv,md}) or one (…/projection/<paper>/fig<N>.{csv,md}). At the paper
 # scale itself the rules' resources read results/paper-rehearsal/projection.csv where it exists (common.smk).
 # The rule takes seconds: on a cluster it runs where Snakemake runs (localrule).

@@ -1,4 +1,4 @@
-# Stage 6: whether this build reproduced the published one (featlearn.reproduction). `manifest` digests every run
+# Stage 6: whether this build reproduced the published one (featlearn.pipeline.reproduction). `manifest` digests every run
 # and store the figures read, and the claims' verdicts; `reproduction_check` holds it to reproduction/<scale>.json,
 # the manifest published from a build by `publish_manifest` (run on purpose, like readme_claims, never by `all`).
 import os

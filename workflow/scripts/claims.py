@@ -1,7 +1,7 @@
 from featlearn.claims import REGISTRY, core
 from featlearn.claims.report import write_text
-from featlearn.jobs import start
-from featlearn.store import read_store
+from featlearn.pipeline.jobs import start
+from featlearn.pipeline.store import read_store
 
 log = start(snakemake.log[0])
 paper = snakemake.wildcards.paper

@@ -1,8 +1,8 @@
-from featlearn import numerics
 from featlearn.config import spec_json
-from featlearn.experiments import kind_of
-from featlearn.jobs import start
-from featlearn.store import provenance, read_store, write_store
+from featlearn.pipeline import numerics
+from featlearn.pipeline.experiments import kind_of
+from featlearn.pipeline.jobs import start
+from featlearn.pipeline.store import provenance, read_store, write_store
 
 log = start(snakemake.log[0])
 exp, units = snakemake.params.experiment, snakemake.params.units

@@ -1,6 +1,6 @@
-from featlearn import usage
 from featlearn.data.synthetic import make_dataset
-from featlearn.jobs import save_tensors, start
+from featlearn.pipeline import usage
+from featlearn.pipeline.jobs import save_tensors, start
 
 log = start(snakemake.log[0])
 log.info("generating %s", snakemake.params.spec)

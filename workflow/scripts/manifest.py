@@ -1,8 +1,8 @@
 import json
 from pathlib import Path
 
-from featlearn.jobs import start
-from featlearn.reproduction import manifest
+from featlearn.pipeline.jobs import start
+from featlearn.pipeline.reproduction import manifest
 
 log = start(snakemake.log[0])
 files = [Path(f) for f in snakemake.input.files]

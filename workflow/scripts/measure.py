@@ -1,10 +1,10 @@
 import time
 
-from featlearn import numerics, usage
 from featlearn.config import check_spec, spec_json
-from featlearn.experiments import kind_of
-from featlearn.jobs import job_device, load_tensors, start
-from featlearn.store import provenance, write_store
+from featlearn.pipeline import numerics, usage
+from featlearn.pipeline.experiments import kind_of
+from featlearn.pipeline.jobs import job_device, load_tensors, start
+from featlearn.pipeline.store import provenance, write_store
 
 gpus = snakemake.resources.get("gpu", 0)
 log = start(snakemake.log[0], snakemake.params.unit["threads"], gpus)

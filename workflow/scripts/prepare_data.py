@@ -1,6 +1,6 @@
-from featlearn import usage
 from featlearn.data.prepare import prepare
-from featlearn.jobs import save_tensors, start
+from featlearn.pipeline import usage
+from featlearn.pipeline.jobs import save_tensors, start
 
 log = start(snakemake.log[0])
 params = snakemake.params.spec

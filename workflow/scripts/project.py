@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from featlearn import projection
-from featlearn.jobs import start
+from featlearn.pipeline import projection
+from featlearn.pipeline.jobs import start
 
 log = start(snakemake.log[0])
 t = snakemake.params.tables

@@ -1,7 +1,7 @@
 from pathlib import Path
 
-from featlearn.jobs import start
-from featlearn.manifests import read_manifest
+from featlearn.pipeline.jobs import start
+from featlearn.pipeline.manifests import read_manifest
 
 log = start(snakemake.log[0])
 built = Path(snakemake.input.built)

@@ -2,7 +2,7 @@ from pathlib import Path
 
 from featlearn.claims import core
 from featlearn.claims.report import README_SCALES, readme_block, scale_of, update_readme, write_text
-from featlearn.jobs import start
+from featlearn.pipeline.jobs import start
 
 log = start(snakemake.log[0])
 readme = Path(snakemake.params.readme)

@@ -3,8 +3,8 @@ from pathlib import Path
 
 import matplotlib
 
-from featlearn.jobs import start
-from featlearn.store import read_store
+from featlearn.pipeline.jobs import start
+from featlearn.pipeline.store import read_store
 
 matplotlib.use("Agg")  # a batch job draws to files: never a window, whatever the machine's default backend
 log = start(snakemake.log[0])

@@ -1,8 +1,8 @@
 import json
 from pathlib import Path
 
-from featlearn.jobs import start
-from featlearn.manifests import check, read_manifest
+from featlearn.pipeline.jobs import start
+from featlearn.pipeline.manifests import check, read_manifest
 
 log = start(snakemake.log[0])
 where = Path(snakemake.output[0]).parents[1]  # results/<tag>/reproduction/check.txt

@@ -1,10 +1,11 @@
 import importlib
 
-from featlearn import usage
-from featlearn.jobs import job_device, load_tensors, start
+from featlearn.pipeline import usage
+from featlearn.pipeline.jobs import job_device, load_tensors, start
 from featlearn.train import train, training_tensors
 
-# Optimizers that measure the network while training, and the metric module they need (featlearn.deps reads this).
+# Optimizers that measure the network while training, and the metric module they need (featlearn.pipeline.deps reads
+# this).
 DISPATCH = {"slo_adaptive": "featlearn.metrics.nfa"}
 
 gpus = snakemake.resources.get("gpu", 0)

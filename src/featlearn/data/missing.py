@@ -1,5 +1,5 @@
 """The error of a dataset absent from disk, in a module of its own: the text corpus raises it too, and importing it
-from the image loaders would make every corpus job depend on torchvision's code (``featlearn.deps``)."""
+from the image loaders would make every corpus job depend on torchvision's code (``featlearn.pipeline.deps``)."""
 
 from __future__ import annotations
 

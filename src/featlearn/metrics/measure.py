@@ -4,7 +4,8 @@
 hands it to the run's measurement family (``measure.family``), whose module in ``DISPATCH`` says what a snapshot
 yields (``Family``); quantities are stacked over time, NaN at the steps the run never reached (it diverged), and the
 run's status joins them. Time is the dimension ``step`` labelled by ``step`` or, for runs counted in epochs, by
-``epoch`` with ``step_of_epoch`` beside it (``featlearn.store``); ``combine_runs`` aligns a sweep's runs on that label.
+``epoch`` with ``step_of_epoch`` beside it (``featlearn.metrics.axes``); ``combine_runs`` aligns a sweep's runs on that
+label.
 Everything runs on the job's ``device``: the models, the inputs, the Jacobians and the float64 algebra (K, NFC, NC);
 only finished numbers come back to the CPU.
 """
@@ -23,16 +24,16 @@ import torch
 import xarray as xr
 from torch import nn
 
-from featlearn import usage
+from featlearn import hooks
 from featlearn.metrics import nfa
+from featlearn.metrics.axes import TIME_ATTRS, epoch_axis, step_axis
 from featlearn.models import build_model
-from featlearn.store import TIME_ATTRS, epoch_axis, step_axis
 
 log = logging.getLogger(__name__)
 
 # measure.family -> the module holding its ``Measurement`` (``Family``), imported only by a run of that family; a
-# literal that ``featlearn.deps`` reads, so a job's code inputs include its family's module only (a conv edit never
-# reruns an MLP measurement). Each architecture's family: ``models.DISPATCH``.
+# literal that ``featlearn.pipeline.deps`` reads, so a job's code inputs include its family's module only (a conv edit
+# never reruns an MLP measurement). Each architecture's family: ``models.DISPATCH``.
 DISPATCH = {
     "nfa": "featlearn.metrics.mlp_nfa",
     "conv_nfa": "featlearn.metrics.conv_nfa",
@@ -106,11 +107,11 @@ class _Progress:
 
     def __init__(self, total: int) -> None:
         self.total, self.done, self.began = total, 0, time.monotonic()
-        usage.start("snapshot")
+        hooks.current().start("snapshot")
 
     def step(self, label: str) -> None:
         self.done += 1
-        usage.tick()
+        hooks.current().tick()
         spent = time.monotonic() - self.began
         left = spent / self.done * (self.total - self.done)
         log.info("snapshot %d/%d (%s) measured; %.1f s so far, about %.0f s left", self.done, self.total, label,
@@ -121,7 +122,7 @@ def time_axis(record: dict, spec: dict) -> tuple[list[int], xr.Dataset]:
     """(snapshot steps, their labels on the dimension ``step``) of a run's measurements.
 
     Step-counted runs are labelled by ``step``; epoch-counted runs by ``epoch`` = epochs after the
-    warm-up, with ``step_of_epoch`` (``featlearn.store``); the initialization before a warm-up is
+    warm-up, with ``step_of_epoch`` (``featlearn.metrics.axes``); the initialization before a warm-up is
     the centering reference W₀ only, not a row.
     """
     plan = record["schedule"]
@@ -209,7 +210,7 @@ def combine_runs(runs: dict[str, tuple[dict, xr.Dataset]]) -> xr.Dataset:
 
     ``runs`` maps run id to (sweep point, dataset). ``alpha`` becomes a ``spectrum`` label so
     that the isotropic case (alpha = None) is a selectable coordinate. Time stays the dimension
-    ``step`` (``featlearn.store``): step-counted runs are padded to the union of their steps;
+    ``step`` (``featlearn.metrics.axes``): step-counted runs are padded to the union of their steps;
     epoch-counted runs are aligned on ``epoch`` and padded to the union of their epochs, each
     run's optimizer steps in ``step_of_epoch`` (NaN past its end), because one epoch is a
     different step on datasets of different sizes.

@@ -17,8 +17,8 @@ import torch
 import xarray as xr
 from torch import nn
 
+from featlearn import hooks
 from featlearn.data.synthetic import haar_orthogonal
-from featlearn.memory import check_fits
 from featlearn.metrics import model_nfa, nfa
 from featlearn.metrics.layers import module_names
 from featlearn.models.mlp import MLP
@@ -93,8 +93,9 @@ class Measurement:
         self.image = image_shape(data) if spec["measure"].get("image_diagonals") else None
         self.w0 = _weights(init)
         self.chunk, need = mlp_covariance_plan(init, len(self.x_k), self.centered)
-        check_fits(need, device, f"K of {len(self.w0)} layers over {len(self.x_k):,} points ({self.chunk:,} per block)",
-                   "free memory on the device (another job may hold it) or run on one with that much free")
+        hooks.current().check_fits(
+            need, device, f"K of {len(self.w0)} layers over {len(self.x_k):,} points ({self.chunk:,} per block)",
+            "free memory on the device (another job may hold it) or run on one with that much free")
         self.last: tuple[int, list[torch.Tensor], list[torch.Tensor]] | None = None
 
     def snapshot(self, step: int, model: nn.Module) -> dict[str, object]:

@@ -3,7 +3,7 @@
 Input and output sizes come from the run's dataset file (its tensors' shapes, or the corpus
 vocabulary), so the config names only what the paper chooses: architecture, widths, init.
 Each architecture's module has ``build(model, shape, out, generator)`` and is imported only when a
-run needs it (``DISPATCH``), so a VGG edit never reruns an MLP job (``featlearn.deps``).
+run needs it (``DISPATCH``), so a VGG edit never reruns an MLP job (``featlearn.pipeline.deps``).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import torch
 from torch import nn
 
 # model.arch -> the module that builds it, the measurement family that reads its layers (``metrics.measure``) and the
-# ``model`` keys it needs: the one table of architectures, read without importing it by ``featlearn.deps``, config
-# validation (the schema's choices) and the network kind's check.
+# ``model`` keys it needs: the one table of architectures, read without importing it by ``featlearn.pipeline.deps``,
+# config validation (the schema's choices) and the network kind's check.
 DISPATCH = {
     "mlp": {"module": "featlearn.models.mlp", "family": "nfa",
             "keys": ["widths", "activation", "init_scales", "init_convention", "readout_scale"]},

@@ -1,6 +1,6 @@
 """Optimizers, one table: ``DISPATCH`` maps each ``train.optimizer`` name to the module that builds it. A run imports
-only its own optimizer's module, so an SLO edit never reruns a GPT job (``featlearn.deps``); the table is also the list
-of names config.yaml may use (``featlearn.validation`` writes it into the schema).
+only its own optimizer's module, so an SLO edit never reruns a GPT job (``featlearn.pipeline.deps``); the table is also
+the list of names config.yaml may use (``featlearn.pipeline.validation`` writes it into the schema).
 
 Adding an optimizer: write its module and add one line to ``DISPATCH``. The module imports torch only inside its
 functions (the Snakefile runs ``check`` while planning, without torch; an optimizer class of its own goes in a module

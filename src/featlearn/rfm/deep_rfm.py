@@ -29,7 +29,7 @@ import numpy as np
 import torch
 import xarray as xr
 
-from featlearn import memory, usage
+from featlearn import hooks
 from featlearn.metrics.collapse import collapse_gram, collapse_metrics, gram_block_means, stratified_indices
 from featlearn.metrics.nfa import psd_sqrt
 from featlearn.rfm.features import laplace_fourier_features, relu_features
@@ -139,10 +139,11 @@ def choose_solve(n: int, d: int, width: int, dtype: torch.dtype, device: torch.d
     sharing a GPU must stay within what it declared (``run_bytes`` in place), and two buffers only save a rebuilt K
     on jitter retries."""
     _check_solve(prefer)
-    if prefer == "in_place" or run_bytes(n, d, width, solve=prefer, dtype=dtype) <= memory.available_bytes(device):
+    need = run_bytes(n, d, width, solve=prefer, dtype=dtype)
+    if prefer == "in_place" or need <= hooks.current().available_bytes(device):
         return prefer
     log.info("deep_rfm: %s would need %.3g GB at N = %d; %s fits: taking it", SOLVES[prefer],
-             run_bytes(n, d, width, solve=prefer, dtype=dtype) / 1e9, n, SOLVES["in_place"])
+             need / 1e9, n, SOLVES["in_place"])
     return "in_place"
 
 
@@ -184,7 +185,7 @@ def rfm_layer(
         raise ValueError(f"rfm_layer: unknown activation {activation!r}; allowed: {ACTIVATIONS}")
     width = width or DEFAULT_WIDTH[activation]
     need = layer_bytes(len(x), x.shape[1], width, solve=solve, dtype=x.dtype, overwrite=overwrite)
-    memory.check_fits(need, x.device,
+    hooks.current().check_fits(need, x.device,
                       f"a Deep RFM layer at N = {len(x):,} (d = {x.shape[1]:,}, width {width:,}; {SOLVES[solve]})",
                       "lower data.n (or rehearse_max_n), or run on a GPU with that much memory free")
     seconds: dict[str, float] = {}
@@ -282,7 +283,7 @@ def deep_rfm(
     block = np.zeros((len(gram_layers), k, k))
     h = x.to(device=device, dtype=dtype)
     owned = h is not x  # the run's own copy: its layers may normalize it in place, as every later layer's input
-    usage.start("layer")
+    hooks.current().start("layer")
     for layer in range(1, depth + 1):
         start = time.perf_counter()
         out = rfm_layer(
@@ -299,7 +300,7 @@ def deep_rfm(
             gram[g] = collapse_gram(out.x_tilde, labels, subset).cpu().numpy()
             block[g] = gram_block_means(out.x_tilde, labels).cpu().numpy()
         _log_layer(layer, depth, time.perf_counter() - start, metrics["nc1"][layer - 1, 0], out.jitter, device)
-        usage.tick()
+        hooks.current().tick()
         h, owned = out.features, True
         del out  # this layer's X and X̃ go before the next layer's N×N buffers arrive
     sub_labels = labels[subset].cpu().numpy()

@@ -4,8 +4,8 @@ and NC ratios / NFA / train loss (Figs 10–12) (docs/figures/collapse.md).
 Stores (one per architecture, from ``metrics.collapse_measure``) have dims (dataset, seed, step, layer, stage): nc1;
 (dataset, seed, step, layer): nfa_sqrt, nfa_full, phi; (dataset, seed, step): w_over_t, b_over_t, train_loss,
 test_loss; (dataset, seed): diverged; the time dimension ``step`` is labelled by the coordinate ``epoch``
-(``featlearn.store``), which every panel plots against. A row is NaN where a run has no measurement at that epoch (a
-shorter run, a divergence), and a (dataset, seed) that a scale did not run is all NaN.
+(``featlearn.metrics.axes``), which every panel plots against. A row is NaN where a run has no measurement at that epoch
+(a shorter run, a divergence), and a (dataset, seed) that a scale did not run is all NaN.
 
 Curves are the mean over the seeds that ran and did not diverge, with a ±1 sample sd band when there are ≥ 2 of them,
 the lower edge raised to 0.01 × mean as in the paper (App. C). A diverged seed is drawn on its own, dashed, ending in an

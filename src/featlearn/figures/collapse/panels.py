@@ -1,7 +1,7 @@
 """Shared panels of the collapse figures: NC1/NC2 against layer (Figs 3, 4) and Gram heatmaps (Figs 1, 5, 6).
 
-Stores come from ``featlearn.experiments.deep_rfm.combine``: one per activation, datasets along ``dataset``. Rows
-for datasets a store lacks (smoke runs MNIST only) are left out, and the Gram columns are the store's gram layers.
+Stores come from ``featlearn.pipeline.experiments.deep_rfm.combine``: one per activation, datasets along ``dataset``.
+Rows for datasets a store lacks (smoke runs MNIST only) are left out, and the Gram columns are the store's gram layers.
 """
 
 from __future__ import annotations

@@ -7,15 +7,17 @@ it: heavy modules are imported inside its functions) and exposes:
 
     units(name, exp) -> {unit id: unit spec}        the experiment's independent jobs: runs, datasets, or one
     datasets(unit) -> [data block]                   the data-stage files each unit reads, in order
-    entries(unit) -> [(dispatcher, choice)]          what its measurement dispatches to (``featlearn.deps``)
+    entries(unit) -> [(dispatcher, choice)]          what its measurement dispatches to (``featlearn.pipeline.deps``)
     check(exp, where) -> [problem]                   cross-field rules the JSON schema cannot say
     KIND = {"trained": …, "device": …, "heavy": …, "repeats": {…}}   its flags, a literal (below)
     measure(unit, data, run, device) -> Dataset      one unit's store; ``run`` is its training record, if it trains
     combine(exp, parts) -> Dataset                   the experiment's store from its units' {id: (unit, store)}
 
 ``trained``: the units go through the one training loop (rule ``train``) before measurement. ``device``: their
-measurement computes on the job's device. ``heavy``: at the paper scale they want a GPU (``featlearn.resources``,
-``device: auto``). ``repeats``: the kind's own repetition counts that a rehearsal cuts (``featlearn.rehearsal``), by
+measurement computes on the job's device. ``heavy``: at the paper scale they want a GPU
+(``featlearn.pipeline.resources``,
+``device: auto``). ``repeats``: the kind's own repetition counts that a rehearsal cuts
+(``featlearn.pipeline.rehearsal``), by
 key path, to the least given; the one-job kinds that fit a CPU at the paper scale (Figs 3, 7, tangent) have none, so
 their rehearsal is the paper job itself.
 """
@@ -27,7 +29,7 @@ from pathlib import Path
 from types import ModuleType
 
 from featlearn.config import ConfigError, dataset_key, experiment
-from featlearn.literals import literal_in
+from featlearn.pipeline.literals import literal_in
 
 
 def _kinds() -> dict[str, dict]:
@@ -49,7 +51,7 @@ def kind_of(name: str) -> ModuleType:
 
 def with_threads(units: dict[str, dict], threads: int) -> dict[str, dict]:
     """The units, each carrying the thread count its jobs compute with: threads split sums differently and so change
-    a result's bits (``featlearn.numerics``), hence they are part of its spec, file name and cache key."""
+    a result's bits (``featlearn.pipeline.numerics``), hence they are part of its spec, file name and cache key."""
     return {uid: {**unit, "threads": threads} for uid, unit in units.items()}
 
 
@@ -67,6 +69,6 @@ def datasets(config: dict, name: str) -> dict[str, dict]:
 
 
 def check(exp: dict, where: str) -> list[str]:
-    """The cross-field problems of one resolved experiment (``featlearn.validation.validate``'s semantic check)."""
+    """The cross-field problems of one resolved experiment (``pipeline.validation.validate``'s semantic check)."""
     return kind_of(exp["kind"]).check(exp, where)
 

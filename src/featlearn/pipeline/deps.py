@@ -22,7 +22,7 @@ A few modules every job loads cannot change what it computes (``INERT``, each wi
 input, so an edit to them reruns nothing. Everything else a job loads is one, and nothing it does not load is: a
 smoke-build test checks that each job's computed code equals the modules it loaded, less ``INERT``.
 
-``python -m featlearn.deps`` prints each workflow script's closure and every dispatch entry.
+``python -m featlearn.pipeline.deps`` prints each workflow script's closure and every dispatch entry.
 """
 
 from __future__ import annotations
@@ -35,10 +35,10 @@ import os
 from pathlib import Path
 
 from featlearn import config as fc
-from featlearn.literals import assigned, literal_in
+from featlearn.pipeline.literals import assigned, literal_in
 
 PACKAGE = "featlearn"
-SRC = Path(__file__).resolve().parent.parent  # the folder holding the featlearn package
+SRC = Path(__file__).resolve().parents[2]  # the folder holding the featlearn package
 ROOT = SRC.parent
 SCRIPTS = ROOT / "workflow" / "scripts"
 STAMPS = "results/code"  # one stamp per source file, repository-relative, shared by every scale
@@ -74,9 +74,9 @@ TABLES = ("DISPATCH", "KINDS")
 # input: ``jobs`` (the job's device, how tensors are saved and loaded) and ``integrity`` (the digest every output
 # carries: files written under an old digest would fail every later load as corrupted).
 INERT = {
-    "featlearn.gpus": "which free GPU of a workstation a job claims (its lock); the device itself is jobs.job_device's",
-    "featlearn.usage": "what a job spent (seconds, memory), recorded for the projection, not a result",
-    "featlearn.memory": "checks that stop a job before memory or disk runs out, with the fix; they compute nothing",
+    "featlearn.pipeline.gpus": "which free GPU of a workstation a job claims (its lock); the device is job_device's",
+    "featlearn.pipeline.usage": "what a job spent (seconds, memory), recorded for the projection, not a result",
+    "featlearn.pipeline.memory": "checks that stop a job before memory or disk runs out, naming the fix; no result",
 }
 
 
@@ -174,7 +174,8 @@ def closure(*entries: str | Path) -> list[str]:
     """Repository-relative paths of every ``featlearn`` source file that importing ``entries`` executes.
 
     An entry is a dotted module name (``featlearn.models.vgg``), a script path (``workflow/scripts/train.py``), or a
-    module and the functions of it a job calls (``featlearn.experiments.network:combine``): then only the imports
+    module and the functions of it a job calls (``featlearn.pipeline.experiments.network:combine``): then only the
+    imports
     those functions (and the module's functions they name) can reach count, so a kind module's measurement code is
     no code input of its combine jobs.
     """

@@ -8,9 +8,9 @@ files). The same run spec holds everything a job needs.
 
 from __future__ import annotations
 
-from featlearn.experiments.training import combine, datasets, entries, following_errors, measure, units
+from featlearn.pipeline.experiments.training import combine, datasets, entries, following_errors, measure, units
 
-# The kind's flags (featlearn.experiments): what its units go through and where they compute.
+# The kind's flags (featlearn.pipeline.experiments): what its units go through and where they compute.
 KIND = {"trained": True, "device": True, "heavy": True, "repeats": {}}
 
 __all__ = ["check", "combine", "datasets", "entries", "measure", "units"]
@@ -18,7 +18,7 @@ __all__ = ["check", "combine", "datasets", "entries", "measure", "units"]
 def check(exp: dict, where: str) -> list[str]:
     """One time unit, per-arch keys, the measurement family of the architecture, list values that follow a sweep."""
     from featlearn.data.offline import offline_size_errors  # checks: no code input of the measure and combine jobs
-    from featlearn.deps import literal
+    from featlearn.pipeline.deps import literal
 
     archs = literal("featlearn.models", "DISPATCH")
 

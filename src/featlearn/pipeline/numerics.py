@@ -12,8 +12,8 @@ holds each of them at AVX2, which every x86-64 CPU of the last decade has, so th
 * ``ONEDNN_MAX_CPU_ISA=AVX2`` and ``ATEN_CPU_CAPABILITY=avx2``: convolutions and ATen's kernels at AVX2.
 * ``NPY_DISABLE_CPU_FEATURES`` and ``OPENBLAS_CORETYPE``: numpy's ufunc loops and BLAS at AVX2 (Haswell).
 
-The thread count also splits sums differently, so it is part of every unit's spec (``featlearn.experiments``): a
-change of ``threads`` is another result, with another file name and cache key. ``pin`` runs first in the Snakefile
+The thread count also splits sums differently, so it is part of every unit's spec (``featlearn.pipeline.experiments``):
+a change of ``threads`` is another result, with another file name and cache key. ``pin`` runs first in the Snakefile
 (every job inherits the environment) and in the tests; ``check`` in every job refuses to compute without it."""
 
 from __future__ import annotations
@@ -41,8 +41,8 @@ def pin() -> None:
     process, so that raises instead. (Snakemake itself loads numpy before the Snakefile; its planning computes no
     result, and every job starts a fresh interpreter.)"""
     if "torch" in sys.modules and (stale := unpinned()):
-        raise RuntimeError(f"featlearn.numerics.pin() ran after torch loaded, with {stale} not yet pinned: call it "
-                           "before importing torch (first line of the Snakefile, tests/conftest.py)")
+        raise RuntimeError(f"featlearn.pipeline.numerics.pin() ran after torch loaded, with {stale} not yet pinned: "
+                           "call it before importing torch (first line of the Snakefile, tests/conftest.py)")
     os.environ.update(PINNED)
 
 
@@ -56,7 +56,8 @@ def check() -> None:
     environment (a hand-run script, a scheduler that dropped the environment) names what it lacks and the fix."""
     if missing := unpinned():
         raise RuntimeError(f"this job's environment does not pin the CPU numerics ({missing}); run it through "
-                           "snakemake (the Snakefile pins them) or call featlearn.numerics.pin() before torch loads")
+                           "snakemake (the Snakefile pins them) or call featlearn.pipeline.numerics.pin() before torch "
+                           "loads")
 
 
 def deterministic_cuda() -> None:

@@ -6,11 +6,12 @@ the wall-clock ``seconds`` a machine spent (``WALL_CLOCK``); beside each digest 
 count, sum, norm, min, max), so a build that differs learns by how much without the other build's files; every
 claim's verdict; and what decided the bits (the stores' ``numerics``). ``reproduction/<scale>.json`` in the
 repository is such a manifest, published by the rule ``publish_manifest`` and sealed with a digest of its own
-content, so a hand edit is detected (``featlearn.manifests`` reads one and holds a build to it, in the light check
+content, so a hand edit is detected (``featlearn.pipeline.manifests`` reads one and holds a build to it, in the light
+check
 job). ``compare`` holds two ``results/`` trees to each other, every value, within a tolerance: 0 between CPU builds
 and between builds on the same GPU model, ``GPU_RTOL`` where a GPU's kernels meet the CPU's or another card's.
 
-``python -m featlearn.reproduction compare A B`` prints the comparison of two trees (``make compare``).
+``python -m featlearn.pipeline.reproduction compare A B`` prints the comparison of two trees (``make compare``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from featlearn.manifests import SEAL, seal
+from featlearn.pipeline.manifests import SEAL, seal
 
 WALL_CLOCK = {"seconds"}  # how long a machine took: part of no result
 GPU_RTOL = 1e-5  # measured between CUDA and CPU stores of the smoke build (largest 1.4e-6)
@@ -53,11 +54,11 @@ def variables(path: Path) -> dict[str, np.ndarray]:
     """The values of a store (``.nc``: every variable and coordinate) or a run (``.pt``: each top-level entry, its
     leaves concatenated in order) that a build's result consists of, without ``WALL_CLOCK``."""
     if path.suffix == ".nc":
-        from featlearn.store import read_store
+        from featlearn.pipeline.store import read_store
 
         ds = read_store(path)
         return {name: np.asarray(ds.variables[name].values) for name in sorted(ds.variables) if name not in WALL_CLOCK}
-    from featlearn.jobs import load_tensors
+    from featlearn.pipeline.jobs import load_tensors
 
     run = load_tensors(path)
     out = {}
@@ -207,7 +208,7 @@ def compare(a: Path, b: Path, rtol: float | None = None) -> tuple[str, bool]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m featlearn.reproduction",
+    parser = argparse.ArgumentParser(prog="python -m featlearn.pipeline.reproduction",
                                      description="Compare two results/<tag> trees store by store.")
     sub = parser.add_subparsers(dest="command", required=True)
     cmp = sub.add_parser("compare", help="every value of two builds' runs and stores")

@@ -30,9 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from featlearn.experiments import KINDS
-from featlearn.literals import assigned
-from featlearn.projection import read_csv, request
+from featlearn.pipeline.experiments import KINDS
+from featlearn.pipeline.literals import assigned
+from featlearn.pipeline.projection import read_csv, request
 
 if TYPE_CHECKING:
     import torch
@@ -74,7 +74,7 @@ def fixed_resources(scale: str, weight_: str, attempt: int = 1) -> dict[str, int
 
 
 def load_projection(path: str | Path) -> dict[str, dict[str, str]]:
-    """A rehearsal's projection (``featlearn.projection``) keyed by job ('train/<experiment>/<unit>',
+    """A rehearsal's projection (``featlearn.pipeline.projection``) keyed by job ('train/<experiment>/<unit>',
     'data/<data key>'); empty where there is none yet."""
     if not Path(path).is_file():
         return {}
@@ -96,8 +96,8 @@ def projected(row: dict[str, str] | None, gpu: int, attempt: int) -> dict[str, i
 
 def check_disk(projection: dict[str, dict[str, str]], results: str | Path) -> None:
     """Stop a build up front when ``results`` lacks the disk its projected outputs need (what is already there
-    counts as written), naming the need, the free space and the fix (``featlearn.memory.check_disk``)."""
-    from featlearn.memory import check_disk as check
+    counts as written), naming the need, the free space and the fix (``featlearn.pipeline.memory.check_disk``)."""
+    from featlearn.pipeline.memory import check_disk as check
 
     need = sum(float(row["disk_mb"]) for row in projection.values()) * 2**20
     done = sum(p.stat().st_size for p in Path(results).rglob("*") if p.is_file()) if Path(results).is_dir() else 0
@@ -159,7 +159,7 @@ def data_shape(block: dict) -> DataShape:
 def image_datasets() -> dict[str, dict[str, Any]]:
     """classes, channels, size, n_train and sizes (train, test) of every real image dataset, read from
     ``data.real.DATASETS``'s source: importing it loads torchvision, 5 s of every plan."""
-    tree = ast.parse((Path(__file__).parent / "data" / "real.py").read_text())
+    tree = ast.parse((Path(__file__).parents[1] / "data" / "real.py").read_text())
     cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Dataset")
     fields = [n.target.id for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
     defaults = {n.target.id: ast.literal_eval(n.value) for n in cls.body if isinstance(n, ast.AnnAssign) and n.value}
@@ -251,7 +251,7 @@ def measure_bytes(unit: dict, blocks: list[dict]) -> int:
     the first snapshot), else a block of ``MEASURE_CHUNK`` points' activations twice (Jacobians take a backward
     pass), three float64 (fan-in)² matrices per layer (NFM, AGOP, K̄) and, for the collapse networks, every point's
     features at every head layer."""
-    from featlearn.deps import literal
+    from featlearn.pipeline.deps import literal
 
     data = data_shape(blocks[0])
     model = _meta_model(unit, data)
@@ -318,7 +318,7 @@ def gpu_cards(given_mb: Any, local: bool, detected_mb: list[int] | tuple[int, ..
     card (a simulated one, or a SLURM profile's card: each cluster job gets its own)."""
     given = given_mb if isinstance(given_mb, int) and given_mb > 0 else None
     if local and detected_mb is None:
-        from featlearn.gpus import card_memory_mb
+        from featlearn.pipeline.gpus import card_memory_mb
 
         detected_mb = card_memory_mb()
     if local and detected_mb:

@@ -2,7 +2,7 @@
 output folders and the device, with messages that say what is wrong, where, and the fix.
 
 Only the Snakefile (and the tests) load this module; jobs read their resolved spec through ``featlearn.config``, so
-rewording a message or tightening a check reruns nothing (``featlearn.deps``).
+rewording a message or tightening a check reruns nothing (``featlearn.pipeline.deps``).
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ import jsonschema
 import yaml
 
 from featlearn import config as fc
-from featlearn import deps, optim
-from featlearn import experiments as fx
+from featlearn import optim
 from featlearn.config import SCALES, ConfigError
+from featlearn.pipeline import deps
+from featlearn.pipeline import experiments as fx
 
 
 def _describe(error: jsonschema.ValidationError, where: str) -> str:
@@ -165,8 +166,8 @@ def check_device(device: str, computes_here: bool, gpus: Callable[[], int]) -> N
     """Raise a ConfigError for ``device: cuda`` when the jobs would compute on this machine and it has no GPU.
 
     ``computes_here`` is false for cluster executors (the login node needs no GPU); ``gpus`` counts this machine's
-    GPUs (``featlearn.gpus.gpu_count``, without initializing CUDA). The Snakefile calls it from ``onstart``, which
-    a dry run skips.
+    GPUs (``featlearn.pipeline.gpus.gpu_count``, without initializing CUDA). The Snakefile calls it from ``onstart``,
+    which a dry run skips.
     """
     if device == "cuda" and computes_here and gpus() == 0:
         visible = os.environ.get("CUDA_VISIBLE_DEVICES", "unset")
@@ -189,7 +190,7 @@ def semantic(exp: dict, where: str) -> list[str]:
 
 def validate(config: dict, schema_path: str | Path) -> None:
     """Check ``config`` against the schema and each experiment against its kind's cross-field rules
-    (``featlearn.experiments.check``), at every scale, before any job runs.
+    (``featlearn.pipeline.experiments.check``), at every scale, before any job runs.
 
     ``--config download=true`` reaches Snakemake's config as the string 'true': top-level
     booleans written as true/false are read as YAML first (in place). Raises ``ConfigError``

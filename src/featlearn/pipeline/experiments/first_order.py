@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from featlearn.experiments.single import check, combine, entries, units
+from featlearn.pipeline.experiments.single import check, combine, entries, units
 
-# The kind's flags (featlearn.experiments): what its units go through and where they compute.
+# The kind's flags (featlearn.pipeline.experiments): what its units go through and where they compute.
 KIND = {"trained": False, "device": False, "heavy": False, "repeats": {}}
 
 __all__ = ["check", "combine", "datasets", "entries", "first_order_store", "measure", "units"]

@@ -15,7 +15,7 @@ from typing import Any
 
 from featlearn.config import key
 
-# The kind's flags (featlearn.experiments): what its units go through and where they compute.
+# The kind's flags (featlearn.pipeline.experiments): what its units go through and where they compute.
 KIND = {"trained": True, "device": True, "heavy": False, "repeats": {}}
 
 SWEEP_DIMS = ("dataset", "alpha", "init_scale", "optimizer", "seed")

@@ -3,7 +3,7 @@
 A job that cannot fit stops at once, naming what needs how much, what the device has and what to change, instead of
 dying hours in: killed by the kernel's OOM killer without a traceback (CPU), deep inside an allocation (CUDA), or on
 a full disk with a bare ``NetCDF: HDF error``. torch is imported inside the functions that touch it: figure and claims
-jobs never load it (``featlearn.jobs``).
+jobs never load it (``featlearn.pipeline.jobs``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A build's manifest read back and held to the published one: the reproduction check's job, which loads no store,
-run or torch (``featlearn.reproduction`` writes manifests and compares trees)."""
+run or torch (``featlearn.pipeline.reproduction`` writes manifests and compares trees)."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 import xarray as xr
 
-from featlearn.memory import raise_if_disk_full
+from featlearn.pipeline.memory import raise_if_disk_full
 
 DIGEST_KEY = "sha256"  # key of a tensor file's digest; attribute name in a store
 
@@ -73,7 +73,7 @@ def file_problem(path: str | Path) -> str | None:
     """Why the featlearn output at ``path`` cannot be trusted (unreadable, corrupted, written without a digest), or
     None when its content checks out; a usage record (``.json``) has no digest and checks out when it parses.
 
-    Whoever decides to keep a file that Snakemake doubts (``featlearn.reruns``), or to link one from the shared
+    Whoever decides to keep a file that Snakemake doubts (``featlearn.pipeline.reruns``), or to link one from the shared
     output cache, asks this: torch and netCDF both load a file with a flipped data byte without complaint."""
     path = Path(path)
     try:

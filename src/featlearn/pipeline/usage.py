@@ -3,8 +3,8 @@
 Every training, measurement, Deep RFM and data job keeps one meter. The library ticks it once per unit of its work
 (an optimizer step, a snapshot measured, a Deep RFM layer, the items of a dataset); the job writes the record beside
 Snakemake's own benchmark file. The first tick closes the warm-up (allocation, compilation of kernels, caches), so
-the time per unit is taken between the first and the last tick. ``featlearn.projection`` turns a rehearsal's records
-into the paper scale's projected hours and memory.
+the time per unit is taken between the first and the last tick. ``featlearn.pipeline.projection`` turns a rehearsal's
+records into the paper scale's projected hours and memory.
 """
 
 from __future__ import annotations

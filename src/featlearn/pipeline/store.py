@@ -39,7 +39,6 @@ import json
 import logging
 import os
 import subprocess
-from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
 
@@ -48,36 +47,10 @@ import numpy as np
 import xarray as xr
 
 from featlearn.config import check_spec
-from featlearn.integrity import DIGEST_KEY, dataset_digest, land
+from featlearn.pipeline.integrity import DIGEST_KEY, dataset_digest, land
 
 log = logging.getLogger(__name__)
 PACKAGES = ("torch", "numpy", "xarray", "netCDF4", "snakemake", "featlearn")
-
-TIME_ATTRS = {
-    "step": {"long_name": "optimizer steps since initialization", "units": "steps"},
-    "epoch": {"long_name": "epochs completed after the warm-up (0: its end, or initialization without one)",
-              "units": "epochs"},
-    "step_of_epoch": {"long_name": "optimizer step of the row's snapshot in this run (NaN: the run has no such epoch)",
-                      "units": "steps"},
-    "iteration": {"long_name": "optimizer steps taken before this loss (0: at initialization)", "units": "steps"},
-}
-
-
-def step_axis(steps: Sequence[int]) -> xr.Dataset:
-    """The time labels of a step-counted run: the dimension coordinate ``step``."""
-    return xr.Dataset(coords={"step": ("step", np.asarray(steps), TIME_ATTRS["step"])})
-
-
-def epoch_axis(epochs: Sequence[float], steps: Sequence[int]) -> xr.Dataset:
-    """The time labels of an epoch-counted run: the coordinate ``epoch`` along ``step`` and the optimizer step of
-    each row, ``step_of_epoch`` (a variable, float so that padding with NaN keeps its type)."""
-    if len(epochs) != len(steps):
-        raise ValueError(f"epoch_axis: {len(epochs)} epochs for {len(steps)} steps")
-    return xr.Dataset(
-        {"step_of_epoch": ("step", np.asarray(steps, dtype=float), TIME_ATTRS["step_of_epoch"])},
-        coords={"epoch": ("step", np.asarray(epochs), TIME_ATTRS["epoch"])},
-    )
-
 
 def check_attributes(ds: xr.Dataset) -> None:
     """Raise ValueError naming every variable that lacks its CF attributes: a ``long_name`` on every variable, and
@@ -119,13 +92,14 @@ CONFIG_EDITS = "FEATLEARN_CONFIG_EDITED"  # set by the Snakefile: the spec hashe
 
 
 def provenance(config_json: str, scale: str, rule: str, data_source: str, numerics: str) -> dict[str, str | int]:
-    """The global attributes every store carries; ``numerics`` is what decided its bits (``featlearn.numerics``).
+    """The global attributes every store carries; ``numerics`` is what decided its bits
+    (``featlearn.pipeline.numerics``).
 
     ``git_dirty`` is 1 only for a difference that decides this store: the code (``src/``, ``workflow/``, the
     Snakefile) differs from the commit, or this spec came from an experiment whose section of the config that ran
     differs from the committed config.yaml. Which experiments those are the Snakefile records when it parses the
-    config (``$FEATLEARN_CONFIG_EDITED``, ``featlearn.reruns.edited_specs``): a config.yaml edited mid-build is not
-    what ran. ``config_sha256`` is the hash of the spec that ran."""
+    config (``$FEATLEARN_CONFIG_EDITED``, ``featlearn.pipeline.reruns.edited_specs``): a config.yaml edited mid-build is
+    not what ran. ``config_sha256`` is the hash of the spec that ran."""
     commit, tree_dirty = git_state()
     config_hash = hashlib.sha256(config_json.encode()).hexdigest()
     edits = os.environ.get(CONFIG_EDITS)
@@ -162,7 +136,7 @@ def _code_dirty(commit: str) -> bool:
 def write_store(ds: xr.Dataset, path: str | Path, attrs: dict[str, str | int]) -> None:
     """Write ``ds`` with ``attrs`` and a digest of its values to ``path`` through a temporary file and a rename;
     every variable must carry its CF attributes (``check_attributes``). A destination that cannot take it keeps the
-    store in a rescue folder (``featlearn.integrity.land``): a full disk raises ``DiskNeedError``, any other
+    store in a rescue folder (``featlearn.pipeline.integrity.land``): a full disk raises ``DiskNeedError``, any other
     failure ``ResultKept``, each naming where it is."""
     path = Path(path)
     try:

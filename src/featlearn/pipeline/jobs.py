@@ -16,9 +16,10 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from featlearn import numerics
-from featlearn.gpus import claim_gpu
-from featlearn.integrity import DIGEST_KEY, land, tensors_digest
+from featlearn import hooks
+from featlearn.pipeline import memory, numerics, usage
+from featlearn.pipeline.gpus import claim_gpu
+from featlearn.pipeline.integrity import DIGEST_KEY, land, tensors_digest
 
 if TYPE_CHECKING:
     import torch
@@ -32,7 +33,8 @@ class JobRunning(RuntimeError):
 
 
 def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logger:
-    """Send this job's log to its rule's log file, check that the CPU numerics are pinned (``featlearn.numerics``),
+    """Send this job's log to its rule's log file, check that the CPU numerics are pinned
+    (``featlearn.pipeline.numerics``),
     pin torch to the job's threads and, for a job that asked for a GPU (``resources: gpu``), pin it to a GPU no other
     job of this machine holds. ``threads`` is the spec's (part of the result's identity), not what Snakemake granted:
     Snakemake lowers a job's threads to ``--cores``, which would change the bits without changing the file name.
@@ -52,6 +54,7 @@ def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logg
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(name)s %(message)s", handlers=handlers, force=True)
     logging.getLogger("featlearn").setLevel(logging.INFO)
     numerics.check()
+    install_hooks()
     os.environ["OMP_NUM_THREADS"] = str(max(1, threads))  # read when torch loads, here or later in the job
     if "torch" in sys.modules:
         sys.modules["torch"].set_num_threads(max(1, threads))
@@ -72,6 +75,13 @@ def start(log_path: str | None, threads: int = 1, gpus: int = 0) -> logging.Logg
     return log
 
 
+def install_hooks() -> None:
+    """Answer the science's hooks (``featlearn.hooks``) with the build's: the usage meter, the memory checks, and
+    tensor files with a digest that land or are rescued."""
+    hooks.install(hooks.Hooks(start=usage.start, tick=usage.tick, available_bytes=memory.available_bytes,
+                              check_fits=memory.check_fits, save=save_tensors, load=load_tensors))
+
+
 def attempts_path(log_path: str | Path) -> Path:
     """Where every attempt's lines of the job logging to ``log_path`` are kept (Snakemake empties the log itself)."""
     log_path = Path(log_path)
@@ -90,7 +100,7 @@ def _restore_earlier_attempts(log_path: Path, history: Path) -> None:
 
 def lock_holder(log_path: str | Path) -> str | None:
     """Who holds the job lock beside ``log_path`` ('pid N on host'), or None when no live process holds it: an
-    orphaned job still computing is never run a second time (``featlearn.reruns``)."""
+    orphaned job still computing is never run a second time (``featlearn.pipeline.reruns``)."""
     lock = Path(log_path).with_name(f".{Path(log_path).name}.lock")
     try:
         handle = open(lock)
@@ -126,7 +136,7 @@ def _lock_job(log_path: Path) -> None:
 
 
 def _log_loaded_modules() -> None:
-    """The featlearn modules this job ran: a test checks them against the code inputs ``featlearn.deps`` computed."""
+    """The featlearn modules this job ran: a test checks them against the code inputs ``pipeline.deps`` computed."""
     names = sorted(n for n in sys.modules if n == "featlearn" or n.startswith("featlearn."))
     logging.getLogger("featlearn").info("%s %s", LOADED_MODULES, " ".join(names))
 
@@ -160,8 +170,8 @@ def job_device(configured: str, gpus: int) -> torch.device:
 def save_tensors(obj: dict, path: str | Path) -> None:
     """torch.save through a temporary file and a rename (a killed job leaves no half file), with a digest of the
     content inside (``load_tensors`` checks it). A destination that cannot take it (read-only, full) keeps nothing
-    half-written and the result is written to a rescue folder instead (``featlearn.integrity.land``): a full disk
-    raises ``DiskNeedError``, any other failure ``ResultKept``, each naming where the result is."""
+    half-written and the result is written to a rescue folder instead (``featlearn.pipeline.integrity.land``): a full
+    disk raises ``DiskNeedError``, any other failure ``ResultKept``, each naming where the result is."""
     import torch
 
     payload = {**obj, DIGEST_KEY: tensors_digest(obj)}

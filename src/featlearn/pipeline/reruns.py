@@ -1,7 +1,7 @@
 """What an edit reruns, read from Snakemake's own plan of the whole DAG (``snakemake all --forceall -n``).
 
-Every job lists one code stamp per source file it runs (``featlearn.deps.code_stamp``), so a real edit to a source
-reruns the jobs listing its stamp and, along the DAG, every job reading their outputs. The benchmark
+Every job lists one code stamp per source file it runs (``featlearn.pipeline.deps.code_stamp``), so a real edit to a
+source reruns the jobs listing its stamp and, along the DAG, every job reading their outputs. The benchmark
 ``benchmarks/blast_radius.py`` tabulates it per module; the tests check that an SLO edit reaches only SLO runs.
 
 And what a rerun keeps, which the Snakefile asks before Snakemake plans: finished work is never redone
@@ -23,10 +23,10 @@ from typing import Any
 
 import yaml
 
-from featlearn import deps
 from featlearn.config import spec_hash
-from featlearn.integrity import file_problem
-from featlearn.jobs import JobRunning, lock_holder
+from featlearn.pipeline import deps
+from featlearn.pipeline.integrity import file_problem
+from featlearn.pipeline.jobs import JobRunning, lock_holder
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 Job = tuple[set[str], set[str]]  # (inputs, outputs)
@@ -73,7 +73,7 @@ def rerun_by(jobs: list[Job], source: str) -> set[int]:
     return downstream(jobs, {i for i, (inputs, _) in enumerate(jobs) if stamp in inputs})
 
 
-CONFIG_EDITS = "FEATLEARN_CONFIG_EDITED"  # read by featlearn.store.provenance in every job
+CONFIG_EDITS = "FEATLEARN_CONFIG_EDITED"  # read by featlearn.pipeline.store.provenance in every job
 CHECKED = (".pt", ".nc", ".json")  # outputs whose content can be checked (a digest; a usage record parses)
 
 

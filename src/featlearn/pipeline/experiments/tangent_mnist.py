@@ -18,7 +18,7 @@ from typing import Any
 from featlearn.config import key
 from featlearn.seeds import stream_seed
 
-# The kind's flags (featlearn.experiments): what its units go through and where they compute.
+# The kind's flags (featlearn.pipeline.experiments): what its units go through and where they compute.
 KIND = {"trained": True, "device": False, "heavy": False, "repeats": {}}
 
 TASKS = ("linear", "binary")
@@ -167,7 +167,8 @@ def epoch_losses(run: dict) -> list[float]:
 
 def measure(unit: dict, data: list[dict], run: dict, device: Any) -> Any:
     """One (seed, task): dims (seed = [seed], task = [task], sample_i, sample_j, step, layer), where ``step`` is
-    labelled by ``epoch`` (1 = the end of the first epoch; ``featlearn.store``) and ``sample_i`` ranks the kernel
+    labelled by ``epoch`` (1 = the end of the first epoch; ``featlearn.pipeline.store``) and ``sample_i`` ranks the
+    kernel
     points (the first ``n_kernel`` training points) by increasing y_i of the run's teacher (the paper's ordering)."""
     import torch
 
@@ -201,7 +202,7 @@ def _task_dataset(task: str, m: dict, y: Any, target: Any, digit: Any, image: An
     import numpy as np
     import xarray as xr
 
-    from featlearn.store import epoch_axis
+    from featlearn.metrics.axes import epoch_axis
 
     vec, mat = ("sample_i",), ("sample_i", "sample_j")
     scalars = [k for k in LONG_NAMES if isinstance(m.get(k), float)]  # measure_student's scalar diagnostics

@@ -12,7 +12,7 @@ import logging
 import zlib
 from typing import Any
 
-# The kind's flags (featlearn.experiments): what its units go through and where they compute.
+# The kind's flags (featlearn.pipeline.experiments): what its units go through and where they compute.
 KIND = {"trained": False, "device": True, "heavy": True, "repeats": {"model.depth": 2, "gram.layers": 1}}
 
 log = logging.getLogger(__name__)

@@ -1,8 +1,8 @@
 """The paper scale's cost, projected from its rehearsal: hours, peak memory and disk of every paper job.
 
-A rehearsal (``featlearn.rehearsal``) runs each paper job at the paper's shapes for a cut budget, and each job
-records its seconds per unit of work after warm-up, the units it ran and its peak memory (``featlearn.usage``). A
-paper job is projected from the rehearsed job of the same id (the first seed's, for other seeds: same shapes):
+A rehearsal (``featlearn.pipeline.rehearsal``) runs each paper job at the paper's shapes for a cut budget, and each job
+records its seconds per unit of work after warm-up, the units it ran and its peak memory (``featlearn.pipeline.usage``).
+A paper job is projected from the rehearsed job of the same id (the first seed's, for other seeds: same shapes):
 
     seconds = overhead + seconds per unit × (N_paper / N_run)^time order × units of the paper job
     memory  = at start + inputs × (N_paper / N_run − 1) + (peak − at start) × (N_paper / N_run)^memory order
@@ -131,7 +131,7 @@ def plan(planned: dict[str, dict[str, dict]], rehearsed: dict[str, dict[str, dic
     both builds' units), ``figures`` the figures reading each experiment, ``usage`` the usage record of each rehearsed
     job ('stage/experiment/unit', 'data/<data key>')."""
     from featlearn.config import dataset_key
-    from featlearn.rehearsal import without_seed
+    from featlearn.pipeline.rehearsal import without_seed
 
     jobs: dict[str, Job] = {}
     for exp, units in planned.items():
