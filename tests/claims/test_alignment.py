@@ -7,6 +7,7 @@ import xarray as xr
 from featlearn.claims import alignment as al
 from featlearn.claims import core
 from featlearn.claims.core import FAILED, NOT_MEASURED, PASSED
+from featlearn.claims.diagnoses import CONSTRUCTION, OPEN, Finding, fill
 
 CONV = ["cosine", "pearson"]
 ATTRS = {"scale": "quick", "data_source": "synthetic (generated)"}
@@ -15,6 +16,11 @@ ATTRS = {"scale": "quick", "data_source": "synthetic (generated)"}
 def _check(claim_id: str, **stores: xr.Dataset) -> core.Check:
     claim = next(c for c in al.CLAIMS if c.id == claim_id)
     return core.evaluate(claim, "alignment", stores)
+
+
+def why(finding: Finding) -> str:
+    """A finding's text as the report shows it, filled with its evidence."""
+    return fill(finding.why, finding.evidence)
 
 
 def chain_fig1(rho: float = 0.95, corrupted: float = 0.6) -> xr.Dataset:
@@ -224,17 +230,21 @@ def slo_sweep(slo_by_seed: list[list[float]], gd_large: float, scale: str = "pap
 def test_fig4_the_paper_diagnosis_holds_with_three_seeds_at_paper_and_quotes_them():
     runs = [[0.89, 0.92, 0.94], [0.94, 0.95, 0.96], [0.89, 0.93, 0.94]]
     check = _check("fig4.slo_nfc_one", slo_sweep=slo_sweep(runs, 0.63))
-    assert check.status == FAILED and check.diagnosis.cause == core.OPEN
+    assert check.status == FAILED and check.diagnosis.cause == OPEN
     assert check.diagnosis.holds.startswith("at the paper scale, 3 seeds")
-    assert "seed-mean UC reaches 0.907–0.947" in check.diagnosis.why
-    assert "each seed's lowest over s₀ 0.89 / 0.94 / 0.89" in check.diagnosis.why
-    assert "above GD's 0.63 at s₀ = 1" in check.diagnosis.why
-    assert "9 of 9 end ≥ 0.01 below their peak" in check.diagnosis.why
-    assert "v1's N(0, s/k) init" in check.diagnosis.tried
+    assert "seed-mean UC reaches 0.907–0.947" in why(check.diagnosis)
+    assert "each seed's lowest over s₀ 0.89 / 0.94 / 0.89" in why(check.diagnosis)
+    assert "above GD's 0.63 at s₀ = 1" in why(check.diagnosis)
+    assert "9 of 9 end ≥ 0.01 below their peak" in why(check.diagnosis)
+    assert "v1's N(0, s/k) init" in fill(check.diagnosis.tried, check.diagnosis.evidence)
+    quoted = {e.name: e for e in check.diagnosis.evidence}  # each number with what it is and where it was read
+    assert quoted["seed_lows"].value == pytest.approx((0.89, 0.94, 0.89)) and quoted["settled"].value == 9
+    assert quoted["seed_lows"].source == "slo_sweep: uc_nfc" and "per seed" in quoted["seed_lows"].what
+    assert quoted["c_low"].source == "slo_sweep: c_nfc"
     one = _check("fig4.slo_nfc_one", slo_sweep=slo_sweep(runs[:1], 0.63, scale="quick")).diagnosis
-    assert one.holds.startswith("1 seed") and "UC reaches 0.89–0.94" in one.why
+    assert one.holds.startswith("1 seed") and "UC reaches 0.89–0.94" in why(one)
     for where in (slo_sweep(runs, 0.63, scale="quick"), slo_sweep(runs[:2], 0.63), slo_sweep(runs, 0.95)):
-        assert _check("fig4.slo_nfc_one", slo_sweep=where).diagnosis.why.startswith("not yet diagnosed at scale")
+        assert why(_check("fig4.slo_nfc_one", slo_sweep=where).diagnosis).startswith("not yet diagnosed at scale")
 
 
 def spectra_sweep(loss_large: list[float], loss_small: list[float], train_large: float, train_small: float,
@@ -259,12 +269,12 @@ def test_fig10_the_paper_diagnosis_needs_the_small_init_nets_to_underfit():
                                                                         0.037, 0.131))
     assert underfit.status == FAILED and underfit.diagnosis.holds.startswith("at the paper scale, 3 seeds")
     assert ("final train loss 0.131 at the smallest s₀ against 0.037 at s₀ = 1, and test loss 0.21 / 0.24 / 0.21 "
-            "against 0.16 / 0.17 / 0.15 per seed") in underfit.diagnosis.why
+            "against 0.16 / 0.17 / 0.15 per seed") in why(underfit.diagnosis)
     fitted = _check("fig10.small_s0_better", init_sweep=spectra_sweep([0.16, 0.17, 0.15], [0.21, 0.24, 0.21],
                                                                       0.001, 0.001))
-    assert fitted.status == FAILED and fitted.diagnosis.why.startswith("not yet diagnosed at scale paper; 3 seeds")
+    assert fitted.status == FAILED and why(fitted.diagnosis).startswith("not yet diagnosed at scale paper; 3 seeds")
     one = _check("fig10.small_s0_better", init_sweep=spectra_sweep([0.16], [0.21], 0.037, 0.131, scale="quick"))
-    assert one.diagnosis.holds.startswith("1 seed") and "(0.16 against 0.21 at the smallest s₀)" in one.diagnosis.why
+    assert one.diagnosis.holds.startswith("1 seed") and "(0.16 against 0.21 at the smallest s₀)" in why(one.diagnosis)
 
 
 def adaptive_seeds(slo_train: float, gd_train: float, n_seeds: int = 3) -> xr.Dataset:
@@ -278,20 +288,20 @@ def adaptive_seeds(slo_train: float, gd_train: float, n_seeds: int = 3) -> xr.Da
 def test_fig12_the_construction_diagnosis_holds_where_adaptive_slo_underfits():
     for claim in ("fig12.equalizes_above_gd", "fig12.test_lower"):
         check = _check(claim, adaptive_slo=adaptive_seeds(0.13, 0.009))
-        assert check.status == FAILED and check.diagnosis.cause == core.CONSTRUCTION, claim
-        assert "final train loss 0.13 against GD's 0.009" in check.diagnosis.why
-        assert _check(claim, adaptive_slo=adaptive_seeds(0.001, 0.009)).diagnosis.cause == core.OPEN
-        assert _check(claim, adaptive_slo=adaptive_seeds(0.13, 0.009, n_seeds=1)).diagnosis.cause == core.OPEN
-    lowest = _check("fig12.equalizes_above_gd", adaptive_slo=adaptive_seeds(0.13, 0.009)).diagnosis.why
+        assert check.status == FAILED and check.diagnosis.cause == CONSTRUCTION, claim
+        assert "final train loss 0.13 against GD's 0.009" in why(check.diagnosis)
+        assert _check(claim, adaptive_slo=adaptive_seeds(0.001, 0.009)).diagnosis.cause == OPEN
+        assert _check(claim, adaptive_slo=adaptive_seeds(0.13, 0.009, n_seeds=1)).diagnosis.cause == OPEN
+    lowest = why(_check("fig12.equalizes_above_gd", adaptive_slo=adaptive_seeds(0.13, 0.009)).diagnosis)
     assert "lowest layer ends at 0.9 / 0.9 / 0.9 per seed against GD's best layer at 1 / 1 / 1" in lowest
-    assert "test loss is 0.67 / 0.67 / 0.67 per seed" in _check("fig12.test_lower",
-                                                                adaptive_slo=adaptive_seeds(0.13, 0.009)).diagnosis.why
+    test = _check("fig12.test_lower", adaptive_slo=adaptive_seeds(0.13, 0.009)).diagnosis
+    assert "test loss is 0.67 / 0.67 / 0.67 per seed" in why(test)
 
 
 def test_fig3_the_construction_diagnosis_holds_only_where_rho_stays_at_one():
     flat = reversing(np.full((4, 2), 0.999997), np.full((4, 2), 0.9986)).assign_attrs(PAPER)
     check = _check("fig3.reversal", reversing=flat)
-    assert check.diagnosis.cause == core.CONSTRUCTION
-    assert check.diagnosis.why.startswith("ρ_2nd stays between 0.999997 and 0.999997 at every γ")
+    assert check.diagnosis.cause == CONSTRUCTION
+    assert why(check.diagnosis).startswith("ρ_2nd stays between 0.999997 and 0.999997 at every γ")
     low = reversing(np.full((4, 2), 0.95), np.full((4, 2), 0.95)).assign_attrs(PAPER)
-    assert _check("fig3.reversal", reversing=low).diagnosis.cause == core.OPEN
+    assert _check("fig3.reversal", reversing=low).diagnosis.cause == OPEN

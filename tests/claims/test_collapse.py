@@ -6,7 +6,8 @@ import xarray as xr
 
 from featlearn.claims import collapse as co
 from featlearn.claims import core
-from featlearn.claims.core import FAILED, NOT_MEASURED, PASSED
+from featlearn.claims.core import FAILED, FRAGILE, NOT_MEASURED, PASSED
+from featlearn.claims.diagnoses import CONSTRUCTION, OPEN, fill
 
 ATTRS = {"scale": "quick", "data_source": "MNIST: real digits;\nCIFAR-10 stand-in: recoloured digits"}
 
@@ -43,12 +44,13 @@ def test_deep_rfm_collapse_passes_and_a_stalled_dataset_fails_with_its_ratio():
 
 def test_the_cos_saturation_diagnosis_holds_below_the_paper_scale_where_nc1_stalls_near_one():
     quick = _check("fig4.nc1_decays", deep_rfm_cos=deep_rfm(["mnist"], 1.03)).diagnosis
-    assert quick.cause == core.CONSTRUCTION and quick.holds.startswith("below the paper scale")
-    assert quick.why.startswith("NC1(X) stalls at 1.03–1.03 by the last layer while NC1(M^½X) falls to 0.1.")
-    assert "X_l = Φ(M^½X_{l−1})" in quick.why
+    assert quick.cause == CONSTRUCTION and quick.holds.startswith("below the paper scale")
+    text = fill(quick.why, quick.evidence)
+    assert text.startswith("NC1(X) stalls at 1.03–1.03 by the last layer while NC1(M^½X) falls to 0.1.")
+    assert "X_l = Φ(M^½X_{l−1})" in text
     paper = deep_rfm(["mnist"], 1.03).assign_attrs(scale="paper")
-    assert _check("fig4.nc1_decays", deep_rfm_cos=paper).diagnosis.cause == core.OPEN
-    assert _check("fig4.nc1_decays", deep_rfm_cos=deep_rfm(["mnist"], 5.0)).diagnosis.cause == core.OPEN
+    assert _check("fig4.nc1_decays", deep_rfm_cos=paper).diagnosis.cause == OPEN
+    assert _check("fig4.nc1_decays", deep_rfm_cos=deep_rfm(["mnist"], 5.0)).diagnosis.cause == OPEN
 
 
 def test_etf_fails_when_between_class_is_not_minus_one_ninth():
@@ -93,7 +95,7 @@ def test_a_loss_fall_one_seed_clears_and_another_misses_is_fragile():
     ds = nn_store(0.8, 0.74, 1e-3)
     ds["train_loss"] = ds.train_loss.copy(data=np.array([[[1.0, 0.5, 0.05], [1.0, 0.5, 0.2]]]))
     check = _check("fig10.mlp_loss_falls", collapse_mlp=ds)
-    assert check.status == FAILED and check.verdict == core.FRAGILE
+    assert check.status == FAILED and check.verdict == FRAGILE
     assert check.margin.margin == pytest.approx(1 / 0.125 - 10) and check.margin.moved_by == pytest.approx(
         np.std([20, 5], ddof=1))
     settled = _check("fig10.mlp_loss_falls", collapse_mlp=nn_store(0.8, 0.74, 1e-3))

@@ -1,6 +1,7 @@
 """Claims never break the build: missing stores, variables and NaNs become statuses with reasons."""
 
 import ast
+import importlib
 import json
 from pathlib import Path
 
@@ -8,35 +9,34 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from featlearn.claims import REGISTRY, core
-from featlearn.claims.core import (
+from featlearn.claims import REGISTRY, core, reading, records
+from featlearn.claims.core import FAILED, FRAGILE, NOT_MEASURED, PASSED, Claim
+from featlearn.claims.diagnoses import (
     ANY_SCALE,
     AT_PAPER,
     BELOW_PAPER,
     CONSTRUCTION,
-    FAILED,
-    FRAGILE,
-    NOT_MEASURED,
     OPEN,
-    PASSED,
     QUICK_SCALE,
     REHEARSAL,
     STAND_IN,
-    Claim,
     Diagnosis,
+    Evidence,
     Finding,
-    Outcome,
+    measured_on,
     numbers,
     seeds,
 )
+from featlearn.claims.report import finding_text
+from featlearn.claims.terms import Fact, Outcome, above, fact
 
 SRC = Path(__file__).resolve().parents[2] / "src/featlearn/claims"
 
 
 def _above(ds: xr.Dataset) -> Outcome:
-    v = core.values(ds.x, "x")
-    return Outcome(core.mean_sd(v), (core.above("mean x", v.mean(), 0.5),), float(v.mean()),
-                   {"mean": float(v.mean()), "low": float(v.min())})
+    v = reading.values(ds.x, "x")
+    return Outcome(reading.mean_sd(v), (above("mean x", v.mean(), 0.5),), float(v.mean()),
+                   {"mean": fact(v.mean(), "mean x over seeds", "x"), "low": fact(v.min(), "lowest seed's x", "x")})
 
 
 CLAIM = Claim("figX.above", "X", "x is above one half.", "0.9", "mean x > 0.5", ("toy",), _above)
@@ -54,8 +54,8 @@ def test_a_store_that_holds_the_claim_passes():
 
 def test_the_plus_minus_is_the_sample_sd():
     """Two seeds at 0 and 2: sample sd (ddof = 1) √2, not the population sd 1; one seed prints no ±."""
-    assert core.mean_sd(np.array([0.0, 2.0])) == "1 ± 1.41"
-    assert core.mean_sd(np.array([0.7])) == "0.7"
+    assert reading.mean_sd(np.array([0.0, 2.0])) == "1 ± 1.41"
+    assert reading.mean_sd(np.array([0.7])) == "0.7"
 
 
 def test_a_store_that_violates_the_claim_fails_with_the_measured_number():
@@ -92,8 +92,8 @@ def test_stand_in_data_is_named_in_the_note():
 def test_json_round_trip_keeps_checks_counts_and_provenance():
     stores = {"toy": _toy(0.1)}
     checks = core.evaluate_all([CLAIM], "toy", stores)
-    text = core.to_json("toy", "quick", checks, stores)
-    header, back = core.from_json(text)
+    text = records.to_json("toy", "quick", checks, stores)
+    header, back = records.from_json(text)
     assert back == checks
     assert header["counts"] == {PASSED: 0, FRAGILE: 0, FAILED: 1, NOT_MEASURED: 0}
     assert header["stores"]["toy"]["scale"] == "quick"
@@ -111,8 +111,8 @@ def test_a_failure_carries_its_diagnosis_where_the_cause_holds():
     check = core.evaluate(_diagnosed(SHORT), "toy", {"toy": _toy(0.1, scale="quick")})
     assert check.status == FAILED
     assert check.diagnosis == Finding(QUICK_SCALE, SHORT.why, SHORT.tried, "below the paper scale")
-    assert check.diagnosis.text() == ("quick scale [below the paper scale]: x needs more steps than the quick budget "
-                                      "gives (tried: twice the steps)")
+    assert finding_text(check.diagnosis) == ("quick scale [below the paper scale]: x needs more steps than the "
+                                             "quick budget gives (tried: twice the steps)")
 
 
 def test_a_quick_scale_diagnosis_does_not_excuse_a_paper_scale_failure():
@@ -144,7 +144,7 @@ def test_a_seed_not_run_is_not_counted():
     one = Diagnosis(OPEN, "one seed", when=seeds(1))
     ds = xr.Dataset({"x": (("seed", "step"), np.array([[0.1, 0.2], [np.nan, np.nan]]))},
                     coords={"seed": [0, 1]}, attrs={"scale": "quick"})
-    assert core.measured_on([ds]).seeds == 1
+    assert measured_on([ds]).seeds == 1
     assert core.evaluate(_diagnosed(one), "toy", {"toy": ds}).diagnosis.why == "one seed"
 
 
@@ -152,8 +152,44 @@ def test_the_text_takes_its_numbers_from_the_measurement_it_is_applied_to():
     short = Diagnosis(OPEN, "x reaches {mean:.2f} (lowest seed {low:.2f})", "tried {low:.1f}", when=ANY_SCALE)
     first = core.evaluate(_diagnosed(short), "toy", {"toy": _toy(0.1, 0.3)}).diagnosis
     second = core.evaluate(_diagnosed(short), "toy", {"toy": _toy(0.4, 0.2)}).diagnosis
-    assert first.why == "x reaches 0.20 (lowest seed 0.10)" and first.tried == "tried 0.1"
-    assert second.why == "x reaches 0.30 (lowest seed 0.20)"
+    assert finding_text(first) == "open [at every scale]: x reaches 0.20 (lowest seed 0.10) (tried: tried 0.1)"
+    assert finding_text(second).startswith("open [at every scale]: x reaches 0.30 (lowest seed 0.20)")
+
+
+def test_a_finding_keeps_its_numbers_as_evidence_with_their_source_not_in_its_text():
+    """The finding holds the text as written and each number it quotes, with what it is and the store variable it
+    came from; the report fills one into the other."""
+    short = Diagnosis(OPEN, "x reaches {mean:.2f} (lowest seed {low:.2f})", when=ANY_SCALE)
+    finding = core.evaluate(_diagnosed(short), "toy", {"toy": _toy(0.1, 0.3)}).diagnosis
+    assert finding.why == short.why
+    assert finding.evidence == (Evidence("mean", pytest.approx(0.2), "mean x over seeds", "toy: x"),
+                                Evidence("low", pytest.approx(0.1), "lowest seed's x", "toy: x"))
+
+
+def test_evidence_of_several_numbers_reads_one_per_seed_and_a_nan_as_nan():
+    """A per-seed fact is one number per seed, each shown with the field's format; a value that was not finite is
+    kept as None (a claims file is strict JSON) and shown as nan."""
+
+    def per_seed(ds: xr.Dataset) -> Outcome:
+        v = reading.values(ds.x, "x")
+        return Outcome("", (above("mean x", v.mean(), 0.5),), float(v.mean()),
+                       {"seeds": fact(np.append(v, np.nan), "x per seed, and one not run", "x")})
+
+    quoting = Diagnosis(OPEN, "x is {seeds:.2f} per seed ({seeds})", when=ANY_SCALE)
+    claim = Claim("figX.seeds", "X", "", "", "", ("toy",), per_seed, (quoting,))
+    stores = {"toy": _toy(0.1, 0.3)}
+    checks = core.evaluate_all([claim], "toy", stores)
+    assert checks[0].diagnosis.evidence[0].value == (pytest.approx(0.1), pytest.approx(0.3), None)
+    back = records.from_json(records.to_json("toy", "quick", checks, stores))[1]
+    assert back == checks
+    assert finding_text(back[0].diagnosis) == "open [at every scale]: x is 0.10 / 0.30 / nan per seed (0.1 / 0.3 / nan)"
+
+
+def test_a_fact_keeps_integers_and_an_outcome_takes_only_facts():
+    assert fact(np.int64(9), "runs", "x") == Fact(9, "runs", "x") and isinstance(fact(np.int64(9), "", "").value, int)
+    assert fact(np.float32(0.5), "", "").value == 0.5 and fact(xr.DataArray([1, 2]), "", "").value == (1.0, 2.0)
+    with pytest.raises(TypeError, match="facts are Facts"):
+        Outcome("", (above("x", 1, 0),), 1.0, {"x": 1.0})
 
 
 def test_a_condition_on_the_numbers_holds_only_where_they_fit():
@@ -182,10 +218,10 @@ def test_a_rehearsal_fails_for_being_a_rehearsal_whatever_the_claim_says():
 def test_a_rehearsal_claims_file_is_marked_as_one():
     stores = {"toy": _toy(0.1, scale="paper-rehearsal")}
     checks = core.evaluate_all([CLAIM], "toy", stores)
-    header, back = core.from_json(core.to_json("toy", "paper-rehearsal", checks, stores))
+    header, back = records.from_json(records.to_json("toy", "paper-rehearsal", checks, stores))
     assert header["scale"] == "paper-rehearsal" and header["rehearsal"] is True
     assert back[0].diagnosis.cause == REHEARSAL
-    assert core.from_json(core.to_json("toy", "paper", [], {"toy": None}))[0]["rehearsal"] is False
+    assert records.from_json(records.to_json("toy", "paper", [], {"toy": None}))[0]["rehearsal"] is False
 
 
 def test_a_stand_in_diagnosis_applies_only_to_stand_in_data():
@@ -217,7 +253,7 @@ def test_json_round_trip_keeps_the_diagnosis():
     stores = {"toy": _toy(0.1)}
     checks = core.evaluate_all([_diagnosed(SHORT)], "toy", stores)
     assert checks[0].diagnosis.holds == "below the paper scale"
-    assert core.from_json(core.to_json("toy", "quick", checks, stores))[1] == checks
+    assert records.from_json(records.to_json("toy", "quick", checks, stores))[1] == checks
 
 
 @pytest.mark.parametrize("paper", sorted(REGISTRY))
@@ -230,8 +266,19 @@ def test_every_claim_on_empty_or_absent_stores_is_not_measured(paper):
 
 
 @pytest.mark.parametrize("paper", sorted(REGISTRY))
+def test_each_figure_module_holds_the_claims_of_its_figure(paper):
+    """A claim lives in the module of the figure its id names (fig4.slo_nfc_one in <paper>/fig4.py), and the paper
+    lists the figures' claims in figure order."""
+    figures = [int(claim.id.split(".")[0].removeprefix("fig")) for claim in REGISTRY[paper]]
+    assert figures == sorted(figures)
+    for claim in REGISTRY[paper]:
+        module = importlib.import_module(f"featlearn.claims.{paper}.{claim.id.split('.')[0]}")
+        assert claim in module.CLAIMS, claim.id
+
+
+@pytest.mark.parametrize("paper", sorted(REGISTRY))
 def test_the_stores_literal_that_the_rules_read_matches_the_claims(paper):
-    tree = ast.parse((SRC / f"{paper}.py").read_text())
+    tree = ast.parse((SRC / paper / "__init__.py").read_text())
     literal = next(ast.literal_eval(n.value) for n in tree.body
                    if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == "STORES")
     assert tuple(literal) == tuple(core.store_names(REGISTRY[paper]))

@@ -4,20 +4,11 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from featlearn.claims import core
-from featlearn.claims.core import (
-    FAILED,
-    FRAGILE,
-    PASSED,
-    ROUNDING,
-    Claim,
-    Outcome,
-    above,
-    at_least,
-    at_most,
-    below,
-)
-from featlearn.claims.report import html_page, markdown_table
+from featlearn.claims import core, reading, records
+from featlearn.claims.core import FAILED, FRAGILE, PASSED, Claim
+from featlearn.claims.margins import ROUNDING
+from featlearn.claims.report import fragile_text, html_page, markdown_table
+from featlearn.claims.terms import Outcome, above, at_least, at_most, below
 
 
 def _toy(*x: float) -> xr.Dataset:
@@ -26,8 +17,8 @@ def _toy(*x: float) -> xr.Dataset:
 
 def _mean_above(threshold: float) -> Claim:
     def check(ds: xr.Dataset) -> Outcome:
-        v = core.values(ds.x, "x")
-        return Outcome(core.mean_sd(v), (at_least("mean x", v.mean(), threshold),), float(v.mean()))
+        v = reading.values(ds.x, "x")
+        return Outcome(reading.mean_sd(v), (at_least("mean x", v.mean(), threshold),), float(v.mean()))
 
     return Claim("figX.mean", "X", "x is large.", "", f"mean x ≥ {threshold}", ("toy",), check)
 
@@ -62,7 +53,7 @@ def test_a_pass_within_the_seeds_spread_is_fragile_not_passed():
     check = _evaluate(_mean_above(0.5), 0.4, 0.55, 0.7)
     assert check.status == PASSED and check.verdict == FRAGILE
     assert check.margin.margin == pytest.approx(0.05) and check.margin.moved_by == pytest.approx(0.15)
-    assert core.fragile_text(check) == "passed by 0.05; seeds move it by 0.15"
+    assert fragile_text(check) == "passed by 0.05; seeds move it by 0.15"
 
 
 def test_a_failure_within_the_seeds_spread_is_fragile_too():
@@ -84,7 +75,7 @@ def test_seeds_not_run_do_not_count_toward_the_spread():
                     attrs={"scale": "quick"})
 
     def check(d: xr.Dataset) -> Outcome:
-        v = core.values(core.seed_mean(core.final(d.x)), "x")
+        v = reading.values(reading.seed_mean(reading.final(d.x)), "x")
         return Outcome("", (at_least("x", float(v.mean()), 0.5),))
 
     m = core.evaluate(Claim("figX.pad", "X", "", "", "", ("toy",), check), "toy", {"toy": ds}).margin
@@ -92,7 +83,7 @@ def test_seeds_not_run_do_not_count_toward_the_spread():
 
 
 def _two_terms(ds: xr.Dataset) -> Outcome:
-    v = core.values(ds.x, "x")
+    v = reading.values(ds.x, "x")
     return Outcome("", (at_least("mean x", v.mean(), 0.5), at_most("spread", v.max() - v.min(), 10)))
 
 
@@ -103,7 +94,7 @@ def test_a_pass_is_decided_by_the_term_closest_to_flipping_in_units_of_what_move
 
 def test_a_failure_is_fragile_only_where_every_failing_term_could_flip():
     def check(ds: xr.Dataset) -> Outcome:
-        v = core.values(ds.x, "x")
+        v = reading.values(ds.x, "x")
         return Outcome("", (at_least("mean x", v.mean(), 0.5), at_least("least x", v.min(), 5)))
 
     one_far = core.evaluate(Claim("figX.f", "X", "", "", "", ("toy",), check), "toy", {"toy": _toy(0.4, 0.5)})
@@ -112,9 +103,9 @@ def test_a_failure_is_fragile_only_where_every_failing_term_could_flip():
 
 def test_a_seed_the_check_cannot_read_alone_falls_back_to_rounding():
     def needs_two(ds: xr.Dataset) -> Outcome:
-        v = core.values(ds.x, "x")
+        v = reading.values(ds.x, "x")
         if v.size < 2:
-            raise core.NotMeasured("needs two seeds")
+            raise reading.NotMeasured("needs two seeds")
         return Outcome("", (at_least("sd", v.std(ddof=1), 0.01),))
 
     m = core.evaluate(Claim("figX.sd", "X", "", "", "", ("toy",), needs_two), "toy", {"toy": _toy(0.1, 0.9)}).margin
@@ -123,19 +114,19 @@ def test_a_seed_the_check_cannot_read_alone_falls_back_to_rounding():
 
 def test_no_margin_where_a_term_is_not_finite():
     def ratio(ds: xr.Dataset) -> Outcome:  # a last loss of 0: the first/last ratio is infinite
-        first, last = core.values(ds.x, "x")[:2] if ds.sizes["seed"] > 1 else (1.0, 1.0)
+        first, last = reading.values(ds.x, "x")[:2] if ds.sizes["seed"] > 1 else (1.0, 1.0)
         return Outcome("", (at_least("ratio", first / last if last else float("inf"), 10),))
 
     check = core.evaluate(Claim("figX.r", "X", "", "", "", ("toy",), ratio), "toy", {"toy": _toy(1.0, 0.0)})
     assert check.margin is None and check.verdict == check.status
-    core.to_json("toy", "quick", [check], {"toy": _toy(1.0, 0.0)})  # strict JSON: no inf margin reaches it
+    records.to_json("toy", "quick", [check], {"toy": _toy(1.0, 0.0)})  # strict JSON: no inf margin reaches it
 
 
 def test_json_keeps_margins_and_counts_fragile_verdicts_apart():
     stores = {"toy": _toy(0.4, 0.55, 0.7)}
     checks = core.evaluate_all([_mean_above(0.5), _mean_above(0.1)], "toy", stores)
-    text = core.to_json("toy", "quick", checks, stores)
-    header, back = core.from_json(text)
+    text = records.to_json("toy", "quick", checks, stores)
+    header, back = records.from_json(text)
     assert back == checks and back[0].margin == checks[0].margin
     assert header["counts"] == {PASSED: 1, FRAGILE: 1, FAILED: 0, "not measured": 0}
     assert '"verdict": "fragile"' in text and '"fragile": true' in text
@@ -144,7 +135,7 @@ def test_json_keeps_margins_and_counts_fragile_verdicts_apart():
 def test_the_table_and_the_page_show_the_margin_and_the_fragile_state():
     stores = {"toy": _toy(0.4, 0.55, 0.7)}
     checks = core.evaluate_all([_mean_above(0.5), _mean_above(0.1)], "toy", stores)
-    header = core.from_json(core.to_json("toy", "quick", checks, stores))[0]
+    header = records.from_json(records.to_json("toy", "quick", checks, stores))[0]
     table = markdown_table({"toy": (header, checks)})
     rows = [line for line in table.splitlines() if line.startswith("| toy")]
     assert "⚠️ fragile (passed by 0.05; seeds move it by 0.15)" in rows[0]

@@ -2,7 +2,8 @@
 
 import pytest
 
-from featlearn.claims.core import CONSTRUCTION, FAILED, NOT_MEASURED, PASSED, Check, Finding
+from featlearn.claims.core import FAILED, NOT_MEASURED, PASSED, Check
+from featlearn.claims.diagnoses import CONSTRUCTION, Evidence, Finding
 from featlearn.claims.report import built_line, html_page, markdown_table, markers, readme_block, update_readme
 
 WHY = Finding(CONSTRUCTION, "the printed spike dominates", "x/d", "at every scale")
@@ -35,6 +36,20 @@ def test_html_page_shows_claims_and_provenance():
     page = html_page(PAPERS)
     assert page.count('<tr class="failed">') == 1 and "abcdef1234 (dirty)" in page and "not built" in page
     assert "the printed spike dominates" in page
+
+
+def test_a_finding_s_text_is_filled_with_its_evidence_and_the_page_lists_where_each_number_came_from():
+    quoted = Finding(CONSTRUCTION, "ρ_2nd stays at {low:.3f} ({seeds})", "", "at every scale",
+                     (Evidence("low", 0.99912, "lowest ρ_2nd", "reversing: rho_observed"),
+                      Evidence("seeds", (0.9991, None), "ρ_2nd per seed", "reversing: rho_observed")))
+    failed = Check("fig3.reversal", "alignment", "3", "ρ falls.", "", "≤ 0.9", ("reversing",), FAILED, "1", 1.0,
+                   "scale quick", quoted)
+    papers = {"alignment": (PAPERS["alignment"][0], [failed])}
+    row = next(line for line in markdown_table(papers).splitlines() if line.startswith("| alignment"))
+    assert "(paper's construction [at every scale]: ρ_2nd stays at 0.999 (0.999 / nan))" in row
+    page = html_page(papers)
+    assert "ρ_2nd stays at 0.999 (0.999 / nan)" in page
+    assert "<li>low = 0.999: lowest ρ_2nd (reversing: rho_observed)</li>" in page
 
 
 def test_a_rehearsal_says_so_in_the_table_header():

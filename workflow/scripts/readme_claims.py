@@ -1,6 +1,6 @@
 from pathlib import Path
 
-from featlearn.claims import core
+from featlearn.claims import records
 from featlearn.claims.report import README_SCALES, readme_block, scale_of, update_readme, write_text
 from featlearn.pipeline.jobs import start
 
@@ -8,7 +8,7 @@ log = start(snakemake.log[0])
 readme = Path(snakemake.params.readme)
 papers = {}
 for path in snakemake.input.claims:
-    header, checks = core.from_json(Path(path).read_text(encoding="utf-8"))
+    header, checks = records.from_json(Path(path).read_text(encoding="utf-8"))
     papers[header["paper"]] = (header, checks)
 scale = scale_of(papers)  # the stores' label: "paper-rehearsal" for a rehearsal, never a README block
 if scale in README_SCALES:

@@ -1,7 +1,12 @@
-"""The papers' claims as checks over the metric stores (``core``), one module of claims per paper.
+"""The papers' claims as checks over the metric stores: one package per paper, one module per figure, as the figures.
 
-``REGISTRY`` maps each paper to its list of claims; ``report`` turns the per-paper results into the markdown
-table, the HTML page of the Snakemake report and the README block.
+A claim (``core``) is a check over named stores that returns its criterion as terms and the facts a diagnosis reads
+(``terms``), through the store readers of ``reading``; a failure carries the finding of its diagnosis, its evidence
+kept as numbers with their source (``diagnoses``), and every verdict its margin (``margins``). ``records`` writes a
+paper's checks to its claims file and reads them back; ``report`` renders them: the markdown table, the HTML page of
+the Snakemake report and the README block, filling each finding's text with its evidence.
+
+``REGISTRY`` maps each paper to its list of claims, in figure order.
 """
 
 from featlearn.claims import alignment, collapse, tangent

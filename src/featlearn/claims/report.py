@@ -11,22 +11,34 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from featlearn.claims.core import (
-    FAILED,
-    FRAGILE,
-    NOT_MEASURED,
-    PASSED,
-    REHEARSAL_SCALE,
-    ROUNDING,
-    Check,
-    fragile_text,
-    margin_text,
-)
+from featlearn.claims.core import FAILED, FRAGILE, NOT_MEASURED, PASSED, Check
+from featlearn.claims.diagnoses import REHEARSAL_SCALE, Evidence, Finding, fill
+from featlearn.claims.margins import ROUNDING, margin_text
+from featlearn.claims.reading import fmt
 
 README_SCALES = ("quick", "paper")  # the scales whose claims the README shows, one block each
 VERDICT = {PASSED: "✅ passed", FRAGILE: "⚠️ fragile", FAILED: "❌ failed", NOT_MEASURED: "— not measured"}
 
 Paper = tuple[dict, list[Check]]  # (the claims file's header: paper, scale, counts, stores; its checks)
+
+
+def finding_text(f: Finding) -> str:
+    """'open [at the paper scale, 3 seeds]: why (tried: …)', the finding's texts filled with its evidence."""
+    where = f" [{f.holds}]" if f.holds else ""
+    tried = fill(f.tried, f.evidence)
+    return f"{f.cause}{where}: {fill(f.why, f.evidence)}" + (f" (tried: {tried})" if tried else "")
+
+
+def evidence_text(e: Evidence) -> str:
+    """'uc_low = 0.907: what it is (slo_sweep: uc_nfc)', one number a finding quotes, with where it came from."""
+    return f"{e.name} = {fill('{' + e.name + '}', (e,))}: {e.what} ({e.source})"
+
+
+def fragile_text(c: Check) -> str:
+    """'passed by 0.004; seeds move it by 0.02': why a fragile verdict is neither passed nor failed."""
+    if c.margin is None:
+        return ""
+    return f"{c.status} by {fmt(abs(c.margin.margin))}; {c.margin.source} move it by {fmt(c.margin.moved_by)}"
 
 
 def _cell(text: str) -> str:
@@ -108,7 +120,7 @@ def verdict(c: Check) -> str:
 def _reason(c: Check) -> str:
     """' (diagnosis)' of a failure, ' (note)' of a claim not measured, '' for a pass."""
     if c.diagnosis is not None:
-        return f" ({c.diagnosis.text()})"
+        return f" ({finding_text(c.diagnosis)})"
     return f" ({c.note})" if c.status == NOT_MEASURED else ""
 
 
@@ -155,6 +167,7 @@ tr.failed td.verdict { background: #f2dede; }
 tr.fragile td.verdict { background: #fcf8e3; }
 tr.not-measured td { color: #777; }
 code { font-size: 11px; }
+ul.evidence { margin: 3px 0 0 1em; padding: 0; color: #555; }
 """
 
 
@@ -166,9 +179,17 @@ def _rows(checks: Sequence[Check]) -> str:
         shown = VERDICT[c.verdict] + (f" ({fragile_text(c)})" if c.verdict == FRAGILE else "")
         out.append(f'<tr class="{c.verdict.replace(" ", "-")}">' + "".join(f"<td>{html.escape(x)}</td>" for x in cells)
                    + f'<td class="verdict">{html.escape(shown)}</td>'
-                   + f"<td>{html.escape(c.diagnosis.text() if c.diagnosis else '')}</td>"
+                   + f"<td>{_diagnosis(c.diagnosis)}</td>"
                    + f"<td>{html.escape(c.note)}</td><td><code>{html.escape(c.id)}</code></td></tr>")
     return "\n".join(out)
+
+
+def _diagnosis(f: Finding | None) -> str:
+    """A finding's text, then each number it quotes with what it is and the store and variable it came from."""
+    if f is None:
+        return ""
+    quoted = "".join(f"<li>{html.escape(evidence_text(e))}</li>" for e in f.evidence)
+    return html.escape(finding_text(f)) + (f"<ul class='evidence'>{quoted}</ul>" if quoted else "")
 
 
 def _provenance(stores: Mapping[str, Mapping[str, str] | None]) -> str:

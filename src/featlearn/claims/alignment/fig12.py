@@ -1,0 +1,78 @@
+"""Claims of Fig 12: adaptive SLO in a 3-hidden-layer net, against GD: every layer's UC-NFC, and the test loss."""
+
+from __future__ import annotations
+
+import xarray as xr
+
+from featlearn.claims.alignment.common import COSINE, final_seed_mean
+from featlearn.claims.core import Claim
+from featlearn.claims.diagnoses import CONSTRUCTION, Diagnosis, numbers, seeds
+from featlearn.claims.reading import convention, final, fmt, scalar, slash, values
+from featlearn.claims.terms import Fact, Outcome, above, fact
+
+SLO = "slo_adaptive"
+
+
+def _facts(ds: xr.Dataset) -> dict[str, Fact]:
+    """What a diagnosis of Fig 12 reads: per seed, SLO's lowest and GD's best final layer; final train losses."""
+    ends = final(convention(ds.uc_nfc, COSINE))
+    facts = {"slo_low_seeds": fact(ends.sel(optimizer=SLO).min("layer"),
+                                   "per seed, adaptive SLO's lowest final UC-NFC over layers", "uc_nfc"),
+             "gd_best_seeds": fact(ends.sel(optimizer="gd").max("layer"),
+                                   "per seed, GD's highest final UC-NFC over layers", "uc_nfc")}
+    if "train_loss" in ds:
+        train = final_seed_mean(ds.train_loss)
+        facts.update(
+            slo_train=fact(train.sel(optimizer=SLO), "adaptive SLO's final seed-mean train loss", "train_loss"),
+            gd_train=fact(train.sel(optimizer="gd"), "GD's final seed-mean train loss", "train_loss"))
+    return facts
+
+
+def equalizes_above_gd(ds: xr.Dataset) -> Outcome:
+    uc = final_seed_mean(convention(ds.uc_nfc, COSINE))
+    slo, gd = values(uc.sel(optimizer=SLO), "SLO UC-NFC"), values(uc.sel(optimizer="gd"), "GD UC-NFC")
+    return Outcome(f"SLO {slash(slo)}, GD {slash(gd)} (per layer)",
+                   (above("SLO's lowest − GD's best layer", slo.min() - gd.max(), 0),), float(slo.min() - gd.max()),
+                   _facts(ds))
+
+
+def lower_test_loss(ds: xr.Dataset) -> Outcome:
+    loss = final_seed_mean(ds.test_loss)
+    slo = scalar(loss.sel(optimizer=SLO), "SLO test loss")
+    gd = scalar(loss.sel(optimizer="gd"), "GD test loss")
+    per_seed = final(ds.test_loss)
+    facts = {**_facts(ds),
+             "slo_seeds": fact(per_seed.sel(optimizer=SLO), "per seed, adaptive SLO's final test loss", "test_loss"),
+             "gd_seeds": fact(per_seed.sel(optimizer="gd"), "per seed, GD's final test loss", "test_loss")}
+    return Outcome(f"SLO {fmt(slo)} vs GD {fmt(gd)}", (above("GD − SLO test loss", gd - slo, 0),), slo - gd, facts)
+
+
+# The step size against ‖W‖ is arithmetic on the stated settings; the alternatives tried are side runs, not stores.
+MECHANISM = (
+    "With the stated η = 0.05, s = 20 and init 0.1 (× torch's default), the layer picked at each step moves up to "
+    "η·s = 1.0 in Frobenius norm per step against ‖W‖_F ≈ 0.92 at init, a step as large as the layer, and adaptive "
+    "SLO does not fit the data: final train loss {slo_train:.3g} against GD's {gd_train:.3g} (seed means)")
+TRIED = (
+    "first-layer-only small init, readout × 0.01, mini-batches (earlier, at these settings); in side runs at these "
+    "settings, 3 seeds: v1's N(0, s/k) init (‖W‖_F ≈ 5): SLO's lowest layer above GD's best on 1 of 3 seeds, test "
+    "loss lower on 1 of 3 (mean 0.473 vs 0.458); lr × 0.1, and s = 5: test loss lower on 1 of 3 seeds, lowest layer "
+    "below GD's best on all 3. None reproduces the claim over seeds; the text's literal 'dividing the gradients by "
+    "ε‖∇𝓛‖' would make the step η·s/ε = 100")
+# Adaptive SLO runs the paper's settings and seeds at every scale but smoke; the diagnosis holds where SLO under-fits.
+UNDERFITS = numbers("adaptive SLO ends at a higher train loss than GD", lambda f: f["slo_train"] > f["gd_train"])
+
+FIG12_EQUALIZES = Diagnosis(
+    CONSTRUCTION, "adaptive SLO's lowest layer ends at {slo_low_seeds} per seed against GD's best layer at "
+    "{gd_best_seeds}. " + MECHANISM, TRIED, when=seeds(3) & UNDERFITS)
+
+FIG12_TEST = Diagnosis(
+    CONSTRUCTION, "adaptive SLO's final test loss is {slo_seeds} per seed against GD's {gd_seeds}. " + MECHANISM,
+    TRIED, when=seeds(3) & UNDERFITS)
+
+CLAIMS: list[Claim] = [
+    Claim("fig12.equalizes_above_gd", "12", "Adaptive SLO brings every layer to a UC-NFC above GD's best layer.", "",
+          "min over layers of SLO's final UC > max over layers of GD's", ("adaptive_slo",), equalizes_above_gd,
+          (FIG12_EQUALIZES,)),
+    Claim("fig12.test_lower", "12", "Adaptive SLO reaches a lower test loss than GD.", "",
+          "final seed-mean test loss SLO < GD", ("adaptive_slo",), lower_test_loss, (FIG12_TEST,)),
+]

@@ -1,0 +1,8 @@
+"""Claims of Fig 11: the ResNet-18's NFA correlation and train loss at the end of training."""
+
+from __future__ import annotations
+
+from featlearn.claims.collapse.networks import nfa_claims
+from featlearn.claims.core import Claim
+
+CLAIMS: list[Claim] = nfa_claims("11", "collapse_resnet", "resnet", "0.74 ± 0.17 (CIFAR-10)")
