@@ -1,11 +1,19 @@
-"""A flipped byte inside tensor data or store values is caught (torch and netCDF alone load such files silently)."""
+"""A flipped byte inside tensor data or store values is caught (torch and netCDF alone load such files silently), and
+a result that cannot land is rescued with the other outputs of its job, so that put back it is not computed again."""
+
+import json
+import os
+import re
+import subprocess
+from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 import xarray as xr
 
-from featlearn.pipeline.integrity import dataset_digest, tensors_digest
+from featlearn.pipeline import usage
+from featlearn.pipeline.integrity import ResultKept, dataset_digest, rescued, tensors_digest
 from featlearn.pipeline.jobs import load_tensors, save_tensors
 from featlearn.pipeline.store import read_store, write_store
 
@@ -83,3 +91,56 @@ def test_a_truncated_store_is_reported_with_its_path(tmp_path):
     path.write_bytes(path.read_bytes()[:1000])
     with pytest.raises(OSError, match=rf"metric store {path} is unreadable"):
         read_store(path)
+
+
+def _refuse_writes_in(folder: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Renames into ``folder`` fail as on a read-only mount (tests/pipeline/test_faults.py mounts one for real)."""
+    real_replace = os.replace
+
+    def refused(src, dst):
+        if Path(dst).parent == folder:
+            raise OSError(30, "Read-only file system", str(dst))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", refused)
+
+
+def _put_back(err: OSError, cwd: Path) -> list[str]:
+    """Run each command the error says puts a rescued file back; returns their destinations."""
+    commands = re.findall(r"\((mkdir -p '[^']+' && mv '[^']+' '[^']+')\)", str(err))
+    for command in commands:
+        subprocess.run(command, shell=True, cwd=cwd, check=True)
+    return [re.findall(r"'([^']+)'", c)[-1] for c in commands]
+
+
+def test_a_rescued_run_takes_its_usage_record_along(tmp_path, monkeypatch):
+    monkeypatch.setenv("FEATLEARN_RESCUE_DIR", str(tmp_path / "rescued"))
+    run, record = tmp_path / "runs" / "r.pt", tmp_path / "usage" / "r.json"
+    _refuse_writes_in(run.parent, monkeypatch)
+    with pytest.raises(ResultKept) as raised, usage.recorded(record, "cpu", [run], n=3):
+        save_tensors({"w": torch.arange(4.0)}, run)
+    assert set(rescued(raised.value)) == {run, record} and not record.exists()
+    monkeypatch.undo()
+    assert _put_back(raised.value, tmp_path) == [str(run), str(record)]
+    assert json.loads(record.read_text())["output_bytes"] == run.stat().st_size > 0
+    assert torch.equal(load_tensors(run)["w"], torch.arange(4.0))
+
+
+def test_a_usage_record_that_cannot_land_takes_the_landed_outputs_along(tmp_path, monkeypatch):
+    monkeypatch.setenv("FEATLEARN_RESCUE_DIR", str(tmp_path / "rescued"))
+    run, record = tmp_path / "runs" / "r.pt", tmp_path / "usage" / "r.json"
+    save_tensors({"w": torch.arange(4.0)}, run)
+    _refuse_writes_in(record.parent, monkeypatch)
+    with pytest.raises(ResultKept, match=rf"could not write {record} .*kept at \S+; once") as raised:
+        usage.write(record, "cpu", [run])
+    run.unlink()  # Snakemake deletes the outputs of the failed job
+    monkeypatch.undo()
+    assert _put_back(raised.value, tmp_path) == [str(record), str(run)]
+    assert torch.equal(load_tensors(run)["w"], torch.arange(4.0)) and json.loads(record.read_text())["device"] == "cpu"
+
+
+def test_an_error_of_a_result_not_rescued_is_left_as_it_is(tmp_path):
+    record = tmp_path / "r.json"
+    with pytest.raises(ValueError, match="^not a write$"), usage.recorded(record, "cpu", [tmp_path / "r.pt"]):
+        raise ValueError("not a write")
+    assert not record.exists()

@@ -15,8 +15,9 @@ spec = snakemake.params.spec
 optimizer = spec["train"]["optimizer"]
 layer_nfcs = importlib.import_module(DISPATCH[optimizer]).hidden_layer_nfcs if optimizer in DISPATCH else None
 data = load_tensors(snakemake.input.data)
-record = train(spec, data, snakemake.output.run, snakemake.params.checkpoint, device, layer_nfcs)
-log.info("%s: %s on %s after %.1f s", snakemake.output.run, record["status"], device, record["seconds"])
 points = training_tensors(data)
 n = len(points.get("x", points.get("tokens")))
-usage.write(snakemake.output.usage, str(device), [snakemake.output.run], [snakemake.input.data], n=n)
+# A run that cannot land is rescued with its usage record: put back alone, it would be trained again.
+with usage.recorded(snakemake.output.usage, str(device), [snakemake.output.run], [snakemake.input.data], n=n):
+    record = train(spec, data, snakemake.output.run, snakemake.params.checkpoint, device, layer_nfcs)
+    log.info("%s: %s on %s after %.1f s", snakemake.output.run, record["status"], device, record["seconds"])

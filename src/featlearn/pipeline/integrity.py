@@ -25,6 +25,7 @@ import xarray as xr
 from featlearn.pipeline.memory import raise_if_disk_full
 
 DIGEST_KEY = "sha256"  # key of a tensor file's digest; attribute name in a store
+_RESCUED = "featlearn_rescued"  # attribute of the error ``land`` raises: what it rescued, and where to
 
 
 def _feed(h: Any, obj: Any, path: str) -> None:
@@ -133,8 +134,8 @@ def land(write: Callable[[Path], None], path: str | Path) -> None:
 
     When the destination cannot take it (read-only, full, not permitted), the result is not thrown away: ``write``
     runs again into the first rescue folder that takes it (``rescue_dirs``, mirroring ``path``'s absolute path), and
-    one error says why and where the result is (``ResultKept``; ``DiskNeedError`` for a full disk). Clean-ups that
-    fail stay silent: the first error is the one shown."""
+    one error says why and where the result is (``ResultKept``; ``DiskNeedError`` for a full disk; ``rescued`` reads
+    it back). Clean-ups that fail stay silent: the first error is the one shown."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
@@ -145,13 +146,51 @@ def land(write: Callable[[Path], None], path: str | Path) -> None:
     except (OSError, RuntimeError) as err:  # torch's zip writer and netCDF report failed writes as RuntimeError
         first = err
     kept = _keep_elsewhere(write, path)
-    raise_if_disk_full(first, tmp, path, kept)
+    moves = {path.absolute(): kept} if kept else {}
+    try:
+        raise_if_disk_full(first, tmp, path, kept)
+    except OSError as full:
+        setattr(full, _RESCUED, moves)
+        raise
     if kept is None:
         raise first
-    raise ResultKept(errno.EIO, f"could not write {path} ({why_unwritable(first, path.parent)}); nothing computed is "
-                     f"lost: the result is kept at {kept}, with its digest; once {path.parent} is writable, move it "
-                     f"into place (mv '{kept}' '{path}') before rerunning snakemake, which otherwise computes it "
-                     "again") from None
+    digest = "" if path.suffix == ".json" else ", with its digest"  # a usage record carries none
+    err = ResultKept(errno.EIO, f"could not write {path} ({why_unwritable(first, path.parent)}); nothing computed is "
+                     f"lost: the result is kept at {kept}{digest}; once {path.parent} is writable, move it into place "
+                     f"({_move(kept, path)}) before rerunning snakemake, which otherwise computes it again")
+    setattr(err, _RESCUED, moves)
+    raise err from None
+
+
+def _move(kept: Path, path: Path) -> str:
+    """The shell command that puts a rescued file back; its folder may be gone (Snakemake removes the empty folders of
+    the outputs it misses)."""
+    return f"mkdir -p '{path.parent}' && mv '{kept}' '{path}'"
+
+
+def rescued(err: BaseException) -> dict[Path, Path]:
+    """Each destination (absolute) that ``err``, raised by ``land``, says was written to a rescue folder instead, with
+    where it is; empty for any other error. A job whose result was rescued reads it to rescue its other outputs."""
+    return getattr(err, _RESCUED, {})
+
+
+def keep_with(err: OSError, companion: str | Path, write: Callable[[Path], None]) -> None:
+    """Where ``err`` says a result was rescued, keep ``companion`` (another output of the same job, written by
+    ``write``) in a rescue folder too, and name it in ``err`` with its own ``mv``; any other error is left as it is.
+
+    Snakemake deletes the outputs of a failed job and reruns a job that misses any output, so a result put back
+    without the rest of its job's outputs (a run without its usage record) would be computed again."""
+    moves, companion = rescued(err), Path(companion)
+    if not moves or companion.absolute() in moves:
+        return
+    kept = _keep_elsewhere(write, companion)
+    if kept is None:
+        err.strerror += (f"; {companion}, another output of the same job, could not be kept anywhere: snakemake "
+                         "computes the result again")
+        return
+    moves[companion.absolute()] = kept
+    err.strerror += (f"; {companion}, another output of the same job, is kept at {kept}: move it too "
+                     f"({_move(kept, companion)}), or snakemake computes the result again")
 
 
 def _keep_elsewhere(write: Callable[[Path], None], path: Path) -> Path | None:

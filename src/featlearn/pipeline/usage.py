@@ -12,10 +12,15 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+from featlearn.pipeline.integrity import keep_with, land, rescued
 
 
 class Meter:
@@ -105,15 +110,53 @@ def _bytes(paths: list[str | Path]) -> int:
     return sum(Path(p).stat().st_size for p in paths if Path(p).is_file())
 
 
+def record(device: str, outputs: list[str | Path], inputs: list[str | Path] = (), **extra: Any) -> dict[str, Any]:
+    """This job's record so far (``Meter.record``), with its device, host and the size of its inputs and outputs."""
+    return {**METER.record(), "device": device, "host": os.uname().nodename, "input_bytes": _bytes(list(inputs)),
+            "output_bytes": _bytes(list(outputs)), **extra}
+
+
+def _text(rec: dict[str, Any]) -> str:
+    return json.dumps(rec, indent=1, sort_keys=True) + "\n"
+
+
+def _keep_landed(err: OSError, outputs: list[str | Path]) -> None:
+    """Where ``err`` says a result was rescued, copy each of ``outputs`` that landed to a rescue folder too, named in
+    ``err``: Snakemake deletes them once the job fails."""
+    for out in outputs:
+        if Path(out).is_file():
+            keep_with(err, out, lambda tmp, out=out: shutil.copyfile(out, tmp))
+
+
 def write(path: str | Path, device: str, outputs: list[str | Path], inputs: list[str | Path] = (),
           **extra: Any) -> dict[str, Any]:
-    """Write this job's record (and the size of its inputs and outputs) as JSON to ``path``, atomically; returns
-    it."""
-    record = {**METER.record(), "device": device, "host": os.uname().nodename, "input_bytes": _bytes(list(inputs)),
-              "output_bytes": _bytes(outputs), **extra}
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
-    os.replace(tmp, path)
-    return record
+    """Write this job's record as JSON to ``path`` through ``land``; returns it. A record that cannot land is rescued
+    with a copy of the job's ``outputs``, and the error names the ``mv`` of each: a result put back without its
+    record would be computed again."""
+    rec = record(device, outputs, inputs, **extra)
+    try:
+        land(lambda tmp: tmp.write_text(_text(rec)), path)
+    except OSError as err:
+        _keep_landed(err, outputs)
+        raise
+    return rec
+
+
+@contextmanager
+def recorded(path: str | Path, device: str, outputs: list[str | Path], inputs: list[str | Path] = (),
+             **extra: Any) -> Iterator[None]:
+    """Run a job's work, then ``write`` its record. When an output of the work cannot land and is rescued
+    (``featlearn.pipeline.integrity.land``), the record is written beside it in the rescue folder and the error names
+    the ``mv`` of both: Snakemake reruns a job that misses its usage record, so a run put back alone is trained
+    again."""
+    try:
+        yield
+    except OSError as err:
+        moves = rescued(err)
+        if not any(Path(out).absolute() in moves for out in outputs):
+            raise
+        rec = record(device, [moves.get(Path(out).absolute(), out) for out in outputs], inputs, **extra)
+        _keep_landed(err, outputs)
+        keep_with(err, path, lambda tmp: tmp.write_text(_text(rec)))
+        raise
+    write(path, device, outputs, inputs, **extra)
