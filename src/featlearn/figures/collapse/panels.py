@@ -13,9 +13,9 @@ import xarray as xr
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
+from featlearn.data import registry
 from featlearn.figures.style import apply_style, figure, finish, grid, log_scale, suptitle
 
-TITLES = {"cifar10": "CIFAR-10", "mnist": "MNIST", "svhn": "SVHN"}
 STAGE_STYLE = {  # the Fig 3 caption: green X_l, orange M^{1/2}X_l, blue Φ(M^{1/2}X_l)
     "X": ("tab:green", "$X_l$"),
     "MX": ("tab:orange", "$M_l^{1/2} X_l$"),
@@ -55,7 +55,7 @@ def nc_figure(ds: xr.Dataset, out: Path, number: int, order: tuple[str, ...] = (
                 ax.plot(layers, np.where(values > 0, values, np.nan), "o-", ms=2.5, lw=1, color=color, label=name)
             log_scale(ax)
             ax.set_xticks(layers if len(layers) <= 10 else layers[::2])
-            ax.set_title(f"{TITLES[dataset]}: {label.split(' ')[0]}  ({_setup(ds, dataset)})", fontsize=8)
+            ax.set_title(f"{registry.title(dataset)}: {label.split(' ')[0]}  ({_setup(ds, dataset)})", fontsize=8)
             ax.set_ylabel(label, fontsize=7)
             if r == len(rows) - 1:
                 ax.set_xlabel("layer $l$")
@@ -91,7 +91,7 @@ def gram_figure(rows: list[tuple[str, xr.Dataset, str]], out: Path, title: str) 
             ax.set_title(f"layer {int(at.gram_layer)}", fontsize=7)
             ax.set_xlabel(f"w {np.diag(block).mean():.2f} · b {block[off].mean():+.3f}", fontsize=6)
             if c == 0:
-                ax.set_ylabel(f"{label}\n{TITLES[dataset]}, {ds.attrs['activation']}", fontsize=7)
+                ax.set_ylabel(f"{label}\n{registry.title(dataset)}, {ds.attrs['activation']}", fontsize=7)
     classes = rows[0][1].sizes["class_a"]
     etf = -1 / (classes - 1)  # between-class cosine of a simplex ETF
     bar = fig.colorbar(ScalarMappable(Normalize(-1, 1), cmap=CMAP), ax=axes.ravel().tolist(), ticks=[-1, etf, 1],
