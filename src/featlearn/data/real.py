@@ -27,10 +27,6 @@ from featlearn.data import registry
 from featlearn.data.missing import DatasetMissingError
 from featlearn.data.preprocessing import block_options, finish
 
-# The image datasets and their split sizes under the names ``featlearn.pipeline.projection`` reads here
-DATASETS = registry.IMAGES
-split_points = registry.split_points
-
 
 class TooFewImages(ValueError):
     """A split holds fewer images than the configuration asks for."""

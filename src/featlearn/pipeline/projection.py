@@ -99,11 +99,11 @@ def project(job: Job, record: dict) -> Row:
 
 def points(block: dict) -> int:
     """The training points a data block yields: its ``n``, or for a real dataset the first n of its split (all of a
-    smaller one, as the data stage takes them; ``featlearn.data.real.DATASETS`` holds the sizes)."""
-    from featlearn.data.real import DATASETS, split_points
+    smaller one, as the data stage takes them; ``featlearn.data.registry.IMAGES`` holds the sizes)."""
+    from featlearn.data.registry import IMAGES, split_points
 
     n = block.get("n", block.get("n_train"))
-    if block.get("dataset") in DATASETS:
+    if block.get("dataset") in IMAGES:
         n = split_points(block["dataset"], "train", n)
     return int(n or 1)
 
