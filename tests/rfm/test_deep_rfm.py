@@ -5,7 +5,9 @@ import pytest
 import torch
 
 from featlearn.metrics import collapse
-from featlearn.rfm.deep_rfm import STAGES, STEPS, deep_rfm, pm_one_hot, rfm_layer
+from featlearn.rfm import DeepRFM
+from featlearn.rfm.deep_rfm import METRICS, STAGES
+from featlearn.rfm.layer import STEPS, pm_one_hot, rfm_layer
 
 
 def _classes(k=3, n=20, d=30, seed=0):
@@ -47,8 +49,8 @@ def test_layer_normalizes_samples_and_the_agop_projection_reduces_nc1():
 
 def test_deep_rfm_dataset_layout_and_collapse_with_depth():
     x, labels = _classes()
-    ds = deep_rfm(x, labels, torch.Generator().manual_seed(0), depth=4, kernel="laplace", activation="relu", width=128,
-                  gram_layers=(1, 4), gram_per_class=5)
+    ds = DeepRFM(depth=4, kernel="laplace", activation="relu", width=128, gram_layers=(1, 4),
+                 gram_per_class=5).fit(x, labels).dataset_
     assert ds.nc1.dims == ("layer", "stage") and ds.nc1.shape == (4, 3)
     assert list(ds.stage.values) == list(STAGES) and list(ds.layer.values) == [1, 2, 3, 4]
     for name in ("nc1", "nc1_codeconv", "nc2_meansq", "nc2_fro", "trSW", "trSB"):
@@ -80,7 +82,7 @@ def test_deep_rfm_equals_the_full_matrix_algorithm(kernel, activation, width, re
     x, labels = _classes(n=25, d=20)
     run = dict(depth=3, kernel=kernel, activation=activation, width=width, gamma=0.5, gram_layers=(3,),
                gram_per_class=4)
-    ds = deep_rfm(x, labels, torch.Generator().manual_seed(0), **run)
+    ds = DeepRFM(**run).fit(x, labels).dataset_
     assert (ds.jitter == 0).all()  # the reference solves without jitter
     y, h, generator = pm_one_hot(labels), x, torch.Generator().manual_seed(0)
     for layer in range(3):
@@ -96,7 +98,7 @@ def test_deep_rfm_equals_the_full_matrix_algorithm(kernel, activation, width, re
 def test_deep_rfm_logs_its_solve_and_one_progress_line_per_layer(caplog):
     x, labels = _classes(n=6)
     with caplog.at_level(logging.INFO, logger="featlearn.rfm.deep_rfm"):
-        deep_rfm(x, labels, torch.Generator().manual_seed(0), depth=3, width=16, gram_layers=(), gram_per_class=1)
+        DeepRFM(depth=3, width=16, gram_layers=(), gram_per_class=1).fit(x, labels)
     first, *lines = [r.getMessage() for r in caplog.records if r.name == "featlearn.rfm.deep_rfm"]
     assert first.startswith("deep_rfm: N = 18, d = 30 on cpu; solve: one N×N float64 buffer, K factorized in place (")
     assert len(lines) == 3 and all(line.startswith(f"deep_rfm layer {i}/3: ") for i, line in enumerate(lines, 1))
@@ -106,9 +108,9 @@ def test_deep_rfm_logs_its_solve_and_one_progress_line_per_layer(caplog):
 def test_deep_rfm_is_a_function_of_the_generator():
     x, labels = _classes(n=8)
     run = dict(depth=2, kernel="gaussian", activation="cos", width=64, gamma=0.2, gram_layers=(2,), gram_per_class=2)
-    a = deep_rfm(x, labels, torch.Generator().manual_seed(5), **run)
-    b = deep_rfm(x, labels, torch.Generator().manual_seed(5), **run)
-    c = deep_rfm(x, labels, torch.Generator().manual_seed(6), **run)
+    a = DeepRFM(random_state=5, **run).fit(x, labels).dataset_
+    b = DeepRFM(random_state=torch.Generator().manual_seed(5), **run).fit(x, labels).dataset_
+    c = DeepRFM(random_state=6, **run).fit(x, labels).dataset_
     np.testing.assert_array_equal(a.nc1.values, b.nc1.values)
     np.testing.assert_array_equal(a.gram.values, b.gram.values)
     np.testing.assert_array_equal(a.nc1.sel(layer=1, stage="MX"), c.nc1.sel(layer=1, stage="MX"))  # no randomness yet
@@ -117,10 +119,49 @@ def test_deep_rfm_is_a_function_of_the_generator():
 
 def test_deep_rfm_errors_name_the_parameter():
     x, labels = _classes(n=4)
-    g = torch.Generator().manual_seed(0)
     with pytest.raises(ValueError, match="activation"):
-        deep_rfm(x, labels, g, depth=1, activation="tanh", gram_layers=())
+        DeepRFM(depth=1, activation="tanh", gram_layers=()).fit(x, labels)
     with pytest.raises(ValueError, match="gram_layers"):
-        deep_rfm(x, labels, g, depth=2, gram_layers=(3,))
+        DeepRFM(depth=2, gram_layers=(3,)).fit(x, labels)
     with pytest.raises(ValueError, match="allowed"):
-        deep_rfm(x, labels, g, depth=1, kernel="cauchy", gram_layers=())
+        DeepRFM(depth=1, kernel="cauchy", gram_layers=()).fit(x, labels)
+    with pytest.raises(ValueError, match="allowed"):
+        DeepRFM(depth=1, solve="lu", gram_layers=()).fit(x, labels)
+    with pytest.raises(ValueError, match="unknown parameters"):
+        DeepRFM().set_params(layers=3)
+
+
+def test_fit_returns_the_estimator_with_every_measurement_a_fitted_attribute():
+    """scikit-learn's conventions: hyper-parameters in __init__, untouched by fit; what fit measured ends in ``_``;
+    the Dataset labels the same arrays."""
+    x, labels = _classes(n=8)
+    rfm = DeepRFM(depth=3, kernel="gaussian", activation="cos", width=24, gamma=0.3, gram_layers=(1, 3),
+                  gram_per_class=3)
+    params = rfm.get_params()
+    assert rfm.fit(x, labels) is rfm and rfm.get_params() == params
+    assert set(rfm.metrics_) == set(METRICS) and rfm.metrics_["nc1"].shape == (3, len(STAGES))
+    assert rfm.jitter_.shape == (3,) and rfm.seconds_.shape == (3, len(STEPS)) and (rfm.seconds_ > 0).all()
+    assert rfm.gram_.shape == (2, 9, 9) and rfm.gram_block_mean_.shape == (2, 3, 3)
+    assert rfm.gram_indices_.tolist() == [0, 1, 2, 8, 9, 10, 16, 17, 18]
+    assert (rfm.solve_, rfm.width_, rfm.n_features_in_, rfm.classes_.tolist()) == ("in_place", 24, 30, [0, 1, 2])
+    ds = rfm.dataset_
+    for name in METRICS:
+        np.testing.assert_array_equal(ds[name].values, rfm.metrics_[name])
+    np.testing.assert_array_equal(ds.gram.values, rfm.gram_)
+    np.testing.assert_array_equal(ds.gram_block_mean.values, rfm.gram_block_mean_)
+    np.testing.assert_array_equal(ds.i.values, rfm.gram_indices_)
+    assert ds.attrs["seed"] == 0 and ds.attrs["solve"] == rfm.solve_ and ds.attrs["width"] == 24
+
+
+def test_the_estimator_clones_and_refits_as_scikit_learn_expects():
+    sklearn_base = pytest.importorskip("sklearn.base")
+    x, labels = _classes(n=6)
+    rfm = DeepRFM(depth=2, width=16, gram_layers=(2,), gram_per_class=2, random_state=3)
+    twin = sklearn_base.clone(rfm)
+    assert twin is not rfm and twin.get_params() == rfm.get_params()
+    assert "metrics_" not in vars(twin)
+    a, b = rfm.fit(x, labels).dataset_, twin.fit(x, labels).dataset_
+    assert a.drop_vars("seconds").identical(b.drop_vars("seconds"))  # an integer seed: each fit starts afresh
+    refit = rfm.set_params(depth=3, gram_layers=(1, 3)).fit(x, labels)
+    assert refit is rfm and rfm.metrics_["nc1"].shape == (3, 3)
+    np.testing.assert_array_equal(rfm.metrics_["nc1"][:2], a.nc1.values)  # the first layers do not see the depth

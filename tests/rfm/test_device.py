@@ -18,9 +18,9 @@ import pytest
 import torch
 
 from featlearn.metrics.nfa import psd_sqrt
-from featlearn.rfm.deep_rfm import pm_one_hot, rfm_layer
 from featlearn.rfm.features import laplace_fourier_features, relu_features
 from featlearn.rfm.kernels import KERNELS, KernelRidge, kernel_agop, kernel_gradients, kernel_matrix
+from featlearn.rfm.layer import pm_one_hot, rfm_layer
 from featlearn.rfm.linalg import thin_range
 
 META = torch.device("meta")

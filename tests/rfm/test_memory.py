@@ -19,7 +19,9 @@ import torch
 
 from featlearn import hooks
 from featlearn.pipeline import memory
-from featlearn.rfm.deep_rfm import SOLVES, choose_solve, deep_rfm, layer_bytes, pm_one_hot, rfm_layer, run_bytes
+from featlearn.rfm.deep_rfm import DeepRFM, choose_solve
+from featlearn.rfm.layer import pm_one_hot, rfm_layer
+from featlearn.rfm.memory import SOLVES, layer_bytes, run_bytes
 
 N = 3000
 NN_BYTES = 8 * N * N  # one N×N float64 buffer, 72 MB
@@ -31,7 +33,7 @@ from pathlib import Path
 
 import torch
 
-from featlearn.rfm.deep_rfm import pm_one_hot, rfm_layer
+from featlearn.rfm.layer import pm_one_hot, rfm_layer
 
 torch.set_num_threads(1)
 n, kernel, d, width = int(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -134,7 +136,7 @@ def test_a_run_records_its_solve_in_the_store_and_log_and_both_solves_give_the_s
     before = x.clone()
     kw = dict(depth=3, kernel="gaussian", width=32, gram_layers=(1, 3), gram_per_class=4)
     with caplog.at_level("INFO", logger="featlearn.rfm.deep_rfm"):
-        runs = {solve: deep_rfm(x, labels, torch.Generator().manual_seed(1), solve=solve, **kw) for solve in SOLVES}
+        runs = {solve: DeepRFM(solve=solve, random_state=1, **kw).fit(x, labels).dataset_ for solve in SOLVES}
     assert "solve: one N×N float64 buffer, K factorized in place" in caplog.text
     assert {solve: ds.attrs["solve"] for solve, ds in runs.items()} == {solve: solve for solve in SOLVES}
     assert (runs["in_place"].jitter > 0).any()

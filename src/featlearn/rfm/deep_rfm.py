@@ -1,29 +1,17 @@
-"""Deep Recursive Feature Machines (collapse paper Alg. 1; docs/figures/collapse.md), what Figs 1, 3–6 need from a run.
+"""Deep Recursive Feature Machines as an estimator (collapse paper Alg. 1; docs/figures/collapse.md): what Figs 1, 3–6
+need from a run.
 
-Rows are samples. Layer l (1-based), on X_l (N, d_l):
-  1. normalize every sample, x_i ← x_i / ‖x_i‖                                   stage "X"
-  2. kernel ridge(less) regression A_l = (k(X_l, X_l) + μI)⁻¹ Y                  (isotropic kernel, Y ∈ {±1}^{N×K})
-  3. M_l = AGOP of f_l at the training points, closed form, divided by its largest entry (authors' code)
-  4. X̃_l = X_l M_l^{1/2}                                                          stage "MX"
-  5. X_{l+1} = Φ_l(X̃_l), fresh random features (ReLU, D = 1024, or cos RFF, D = 4096)   stage "PhiMX"
-When N < d_l, steps 2–4 run in the N-dimensional row space of X_l (``thin_range``): same result, N×N instead of d×d.
-
-A layer runs on X's device and holds one N×N float64 buffer: the kernel matrix, factorized in place into its Cholesky
-factor and freed once A is solved (``solve="in_place"``); the AGOP and the features recompute what they need of the
-kernel over blocks of rows. The paper's N = 50,000 needs 20 GB for it, which leaves room on a 24 GB card. The
-two-buffer solve (K kept beside its factor, ``solve="two_buffers"``) gives the same A bit for bit and retries a
-failed factorization without rebuilding K, at twice the memory. (The thin route adds its (N, N) coordinates and (d, N)
-basis, but only runs at N < d.) A run picks the path that fits its device (``choose_solve``), and each layer checks
-that its device has ``layer_bytes`` left before it allocates; ``run_bytes`` is a whole run's need.
+``DeepRFM(depth=..., kernel=..., ...).fit(X, labels)`` stacks ``depth`` layers of Algorithm 1 (``featlearn.rfm.layer``)
+and keeps what each measured, as fitted attributes and as the one labelled Dataset the pipeline stores (``dataset_``).
+A run holds its own copy of X on its device and lets each layer normalize it in place; it picks the solve that fits
+its device (``choose_solve``, ``featlearn.rfm.memory``), and each layer checks its memory before it allocates.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,18 +19,12 @@ import xarray as xr
 
 from featlearn import hooks
 from featlearn.metrics.collapse import collapse_gram, collapse_metrics, gram_block_means, stratified_indices
-from featlearn.metrics.nfa import psd_sqrt
-from featlearn.rfm.features import laplace_fourier_features, relu_features
-from featlearn.rfm.kernels import GRADIENT_BLOCK_ROWS, kernel_agop, kernel_matrix, kernel_matrix_float64
-from featlearn.rfm.linalg import max_entry, solve_kernel_system, solve_kernel_system_in_place, thin_range
+from featlearn.rfm.kernels import check_kernel
+from featlearn.rfm.layer import DEFAULT_WIDTH, STEPS, RFMLayer, check_activation, pm_one_hot, rfm_layer
+from featlearn.rfm.memory import SOLVES, check_solve, run_bytes
 
-ACTIVATIONS = ("relu", "cos")
-DEFAULT_WIDTH = {"relu": 1024, "cos": 4096}  # App. C
 STAGES = ("X", "MX", "PhiMX")
-STEPS = ("kernel", "solve", "agop", "sqrt", "features")  # the store's ``phase`` dimension (``step`` is optimizer steps)
-# how a layer solves (K + μI) A = Y, leanest first; the store's ``solve`` attribute names the one a run took
-SOLVES = {"in_place": "one N×N float64 buffer, K factorized in place",
-          "two_buffers": "two N×N float64 buffers, K and its Cholesky factor"}
+METRICS = ("nc1", "nc1_codeconv", "nc2_meansq", "nc2_fro", "trSW", "trSB")
 # long_name and units (CF) of every variable and coordinate of a run's Dataset (``store.write_store`` requires them)
 ATTRS = {
     "nc1": {"long_name": "NC1 = tr Σ_W / tr Σ_B of the stage's features", "units": "1"},
@@ -67,69 +49,11 @@ ATTRS = {
     "class_a": {"long_name": "class a of a Gram block", "units": "1"},
     "class_b": {"long_name": "class b of a Gram block", "units": "1"},
 }
-METRICS = ("nc1", "nc1_codeconv", "nc2_meansq", "nc2_fro", "trSW", "trSB")
+# the hyper-parameters, in ``DeepRFM.__init__``'s order (``get_params``)
+PARAMS = ("depth", "kernel", "bandwidth", "ridge", "activation", "width", "gamma", "normalize_agop", "gram_layers",
+          "gram_per_class", "dtype", "device", "solve", "random_state")
 
 log = logging.getLogger(__name__)
-
-
-def pm_one_hot(labels: torch.Tensor, dtype: torch.dtype = torch.float64) -> torch.Tensor:
-    """Y[i, c] = +1 if sample i is in class c, else −1, (N, K) (App. C)."""
-    k = int(labels.max()) + 1
-    return 2 * torch.nn.functional.one_hot(labels, k).to(dtype) - 1
-
-
-def _check_solve(solve: str) -> None:
-    if solve not in SOLVES:
-        raise ValueError(f"Deep RFM: unknown solve {solve!r}; allowed: {tuple(SOLVES)}")
-
-
-def layer_bytes(n: int, d: int, width: int, *, solve: str = "in_place", dtype: torch.dtype = torch.float64,
-                overwrite: bool = False) -> int:
-    """Bytes one layer allocates on its device on top of its input X (n, d) in ``dtype``: an upper bound of its peak,
-    the same on every device (torch's allocations; a CUDA context is not counted).
-
-    Alive through the layer: the normalized X (n, d), unless the layer may ``overwrite`` its input, and on the thin
-    route (n < d) the coordinates (n, n) and basis (d, n). On top of them, the largest of
-      * the solve: the float64 kernel matrix, factorized in place (1 (n, n)) or beside its factor (2), plus for a
-        non-float64 X a row block of its kernel (in place) or the whole kernel in X's dtype (two buffers);
-      * the AGOP: three (b, n) blocks, b = min(2048, n/4), and its float64 (r, r) sum, r = min(n, d);
-      * the features: X̃ (n, d) (thin: first (n, n)), Φ (n, width), the random weights (width, d), and M with eigh's
-        workspace and M^{1/2}, at most 4 (r, r) float64;
-    plus 64 MiB for the (n, K) targets and coefficients, LAPACK's small workspaces and the allocator's rounding.
-    The paper's n = 50,000 with d = width = 4096 (cos): 21.7 GB in place (41.7 GB with two buffers).
-    """
-    _check_solve(solve)
-    item = torch.empty((), dtype=dtype).element_size()
-    thin = n < d
-    r = min(n, d)
-    rows = max(1, min(GRADIENT_BLOCK_ROWS, n // 4))
-    held = item * ((not overwrite) * n * d + thin * (n * n + d * n))
-    if solve == "in_place":
-        solve_bytes = 8 * n * n + (item != 8) * item * GRADIENT_BLOCK_ROWS * n
-    else:
-        solve_bytes = 16 * n * n + (item != 8) * item * n * n
-    agop = 3 * item * rows * n + 8 * r * r
-    features = item * (n * d + n * width + width * d) + 8 * (thin * n * n + 4 * r * r)
-    return held + max(solve_bytes, agop, features) + (1 << 26)
-
-
-def run_bytes(n: int, d: int, width: int, *, solve: str = "in_place", dtype: torch.dtype = torch.float64) -> int:
-    """Peak bytes of a whole Deep RFM run (``deep_rfm``) on its device, its input included: what a job on a shared
-    GPU declares. n samples of dimension d (the data's), random features of ``width``, features kept in ``dtype``.
-
-    The run holds its own copy of X in ``dtype`` (layer 1's input: X given on the CPU or in another dtype, as the
-    pipeline gives it) and then the previous layer's features (n, width), and lets each layer normalize them in
-    place. The larger of layer 1 (input (n, d)) and the later layers (input (n, width)), each with its three stages
-    and two temporaries of the metrics computed between layers. The paper's n = 50,000, in place: 21.7 GB for cos
-    (width 4096), 21.3 GB for ReLU at d = 3072 (CIFAR-10, SVHN) and 20.5 GB at d = 784 (MNIST).
-    """
-    item = torch.empty((), dtype=dtype).element_size()
-
-    def one(d_in: int) -> int:
-        stages = item * (n * d_in + n * d_in + n * width + 2 * n * max(d_in, width))  # X, X̃, Φ; metrics temporaries
-        return max(item * n * d_in + layer_bytes(n, d_in, width, solve=solve, dtype=dtype, overwrite=True), stages)
-
-    return max(one(d), one(width))
 
 
 def choose_solve(n: int, d: int, width: int, dtype: torch.dtype, device: torch.device | str,
@@ -138,95 +62,13 @@ def choose_solve(n: int, d: int, width: int, dtype: torch.dtype, device: torch.d
     leanest (whose own check then stops the run if even that does not fit). The default prefers the leanest: a job
     sharing a GPU must stay within what it declared (``run_bytes`` in place), and two buffers only save a rebuilt K
     on jitter retries."""
-    _check_solve(prefer)
+    check_solve(prefer)
     need = run_bytes(n, d, width, solve=prefer, dtype=dtype)
     if prefer == "in_place" or need <= hooks.current().available_bytes(device):
         return prefer
     log.info("deep_rfm: %s would need %.3g GB at N = %d; %s fits: taking it", SOLVES[prefer],
              need / 1e9, n, SOLVES["in_place"])
     return "in_place"
-
-
-@dataclass
-class RFMLayer:
-    """One Deep RFM layer: its three stages (N, ·), the solve's jitter and the seconds spent per step (``STEPS``)."""
-
-    x: torch.Tensor
-    x_tilde: torch.Tensor
-    features: torch.Tensor
-    jitter: float
-    seconds: dict[str, float]
-
-
-def _sync(device: torch.device) -> None:
-    """Wait for the device's queued kernels, so a clock reading on CUDA measures work done, not work queued."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-
-
-@contextmanager
-def _timed(seconds: dict[str, float], step: str, device: torch.device) -> Iterator[None]:
-    _sync(device)
-    start = time.perf_counter()
-    yield
-    _sync(device)
-    seconds[step] = time.perf_counter() - start
-
-
-def rfm_layer(
-    x: torch.Tensor, y: torch.Tensor, generator: torch.Generator, *, kernel: str = "laplace", bandwidth: float = 2.0,
-    ridge: float = 0.0, activation: str = "relu", width: int | None = None, gamma: float = 0.05,
-    normalize_agop: bool = True, thin: bool | None = None, solve: str = "in_place", overwrite: bool = False,
-) -> RFMLayer:
-    """One iteration of Algorithm 1 on X (N, d) with targets Y (N, K), on X's device; ``thin`` (default: N < d) picks
-    the row-space route for steps 2–4, ``solve`` how A is solved (``SOLVES``: the same A either way), ``overwrite``
-    lets the layer normalize X in place (the caller hands X over). Returns normalized X, X̃ = X M^{1/2} and Φ(X̃)."""
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"rfm_layer: unknown activation {activation!r}; allowed: {ACTIVATIONS}")
-    width = width or DEFAULT_WIDTH[activation]
-    need = layer_bytes(len(x), x.shape[1], width, solve=solve, dtype=x.dtype, overwrite=overwrite)
-    hooks.current().check_fits(need, x.device,
-                      f"a Deep RFM layer at N = {len(x):,} (d = {x.shape[1]:,}, width {width:,}; {SOLVES[solve]})",
-                      "lower data.n (or rehearse_max_n), or run on a GPU with that much memory free")
-    seconds: dict[str, float] = {}
-    if overwrite:  # what normalize computes, in X's own storage
-        x = x.div_(x.norm(2.0, 1, keepdim=True).clamp_min_(1e-12))
-    else:
-        x = torch.nn.functional.normalize(x, dim=1)
-    thin = len(x) < x.shape[1] if thin is None else thin
-    with _timed(seconds, "kernel", x.device):  # includes the thin QR
-        coords, q = thin_range(x) if thin else (x, None)  # x = coords qᵀ keeps every distance: same k, same f
-        if solve == "two_buffers":
-            k = kernel_matrix(kernel, coords, bandwidth=bandwidth)  # N×N buffer 1
-    builds: list[float] = []  # in place, K is built inside the solve (again on each jitter retry): timed as "kernel"
-
-    def build() -> torch.Tensor:
-        with _timed(seconds, "build", x.device):
-            k = kernel_matrix_float64(kernel, coords, bandwidth=bandwidth)  # the one N×N buffer
-        builds.append(seconds.pop("build"))
-        return k
-
-    with _timed(seconds, "solve", x.device):
-        if solve == "two_buffers":
-            coef, jitter = solve_kernel_system(k, y, ridge, overwrite=True)  # buffer 2: K's Cholesky factor
-            del k
-        else:
-            coef, jitter = solve_kernel_system_in_place(build, y, ridge)
-    seconds["kernel"] += sum(builds)
-    seconds["solve"] -= sum(builds)
-    with _timed(seconds, "agop", x.device):
-        m = kernel_agop(kernel, coords, coef, bandwidth=bandwidth)  # blockwise; Qᵀ M Q on the thin route
-        if normalize_agop:
-            m = m / max_entry(m, q)
-    with _timed(seconds, "sqrt", x.device):
-        x_tilde = coords.to(torch.float64) @ psd_sqrt(m)
-        x_tilde = (x_tilde if q is None else x_tilde @ q.to(torch.float64).T).to(x.dtype)
-    with _timed(seconds, "features", x.device):
-        if activation == "relu":
-            features = relu_features(x_tilde, width, generator)
-        else:
-            features = laplace_fourier_features(x_tilde, width, gamma, generator)
-    return RFMLayer(x, x_tilde, features, jitter, seconds)
 
 
 def _log_layer(layer: int, depth: int, seconds: float, nc1: float, jitter: float, device: torch.device) -> None:
@@ -238,99 +80,144 @@ def _log_layer(layer: int, depth: int, seconds: float, nc1: float, jitter: float
     log.info(msg, *args)
 
 
-def deep_rfm(
-    x: torch.Tensor, labels: torch.Tensor, generator: torch.Generator, *, depth: int = 20, kernel: str = "laplace",
-    bandwidth: float = 2.0, ridge: float = 0.0, activation: str = "relu", width: int | None = None,
-    gamma: float = 0.05, normalize_agop: bool = True, gram_layers: tuple[int, ...] = tuple(range(1, 20, 2)),
-    gram_per_class: int = 100, dtype: torch.dtype = torch.float64, device: torch.device | str | None = None,
-    solve: str = "in_place",
-) -> xr.Dataset:
-    """Run ``depth`` layers of Deep RFM on X (N, d) with integer labels (N,) and return, per layer:
+class DeepRFM:
+    """Deep RFM, scikit-learn style: the hyper-parameters here, ``fit(X, y)`` runs ``depth`` layers on X (N, d) with
+    integer class labels y (N,) and keeps, per layer, what Figs 1, 3–6 read.
 
-    * ``nc1``, ``nc1_codeconv``, ``nc2_meansq``, ``nc2_fro``, ``trSW``, ``trSB`` (layer, stage) for the stages
-      X_l, M_l^{1/2} X_l, Φ(M_l^{1/2} X_l) (Figs 3, 4);
-    * ``gram`` (gram_layer, i, j): X̄ X̄ᵀ of the centered, normalized M_l^{1/2} X_l on the first ``gram_per_class``
-      samples of each class, grouped by class, and ``gram_block_mean`` (gram_layer, class_a, class_b) of the full Gram
-      (Figs 1, 5, 6; docs/figures/collapse.md, Gram matrices);
-    * ``jitter`` (layer) added to K in the solve and ``seconds`` (layer, step), wall-clock per step.
+    kernel ("laplace", "gaussian"), bandwidth L, ridge μ: each layer's kernel regression; activation ("relu", "cos"),
+    width D (default 1024 / 4096), gamma: its random features; normalize_agop: M divided by its largest entry;
+    gram_layers, gram_per_class: the layers whose Gram of M_l^{1/2}X_l is kept, on the first that many samples of each
+    class; dtype: the features' (float64 by default: the ridgeless solve interpolates nearly collapsed points, whose
+    float32 distances are noise that Ξ = k/(L r) amplifies); device: where the run computes (default: X's); solve: the
+    preferred solve (``choose_solve``: the same A either way); random_state: a seed (a fresh CPU generator per fit) or
+    a ``torch.Generator``, whose state the run is a function of.
 
-    Runs on ``device`` (default: X's), on its own copy of X in ``dtype`` when X has another device or dtype: pass X on
-    the CPU and the run holds only that copy on the device (``run_bytes``). Labels are moved there; the metrics are
-    float64 and the stored arrays NumPy. ``solve`` is the preferred solve (``choose_solve``); the store's ``solve``
-    attribute names the one taken, the same A either way. Logs one INFO
-    line per layer (time, NC1 of X_l, any jitter, on CUDA the peak memory so far), so a slow run reads differently
-    from a hung one. Features are kept in ``dtype`` (float64 by default: the ridgeless solve interpolates nearly
-    collapsed points, whose float32 distances are noise that Ξ = k/(L r) amplifies). The run is a function of
-    ``generator``'s state.
+    After ``fit``: ``metrics_`` {name: (depth, 3)} collapse metrics (``METRICS``) of the stages X_l, M_l^{1/2}X_l and
+    Φ(M_l^{1/2}X_l) (``STAGES``; Figs 3, 4); ``jitter_`` (depth,) added to K in each solve; ``seconds_`` (depth, 5)
+    wall-clock per step (``STEPS``); ``gram_`` (len(gram_layers), m, m) of the centered, normalized M_l^{1/2}X_l on
+    the samples ``gram_indices_``, grouped by class, and ``gram_block_mean_`` (len(gram_layers), K, K) of the full
+    Gram (Figs 1, 5, 6); ``solve_`` the solve taken, ``width_`` D, ``n_features_in_`` d, ``classes_``; and
+    ``dataset_``, all of them labelled (the store the pipeline writes). Logs one INFO line per layer (time, NC1 of X_l,
+    any jitter, on CUDA the peak memory so far), so a slow run reads differently from a hung one.
     """
-    if depth < 1 or not all(1 <= g <= depth for g in gram_layers):
-        raise ValueError(f"deep_rfm: need depth >= 1 and gram_layers within 1..{depth} (got {depth}, {gram_layers})")
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"deep_rfm: unknown activation {activation!r}; allowed: {ACTIVATIONS}")
-    device = x.device if device is None else torch.device(device)
-    width = width or DEFAULT_WIDTH[activation]
-    n, d = x.shape
-    solve = choose_solve(n, d, width, dtype, device, solve)
-    log.info("deep_rfm: N = %d, d = %d on %s; solve: %s (%.3g GB)", n, d, device, SOLVES[solve],
-             run_bytes(n, d, width, solve=solve, dtype=dtype) / 1e9)
-    labels = labels.to(device=device, dtype=torch.long)
-    y = pm_one_hot(labels)
-    subset = stratified_indices(labels, gram_per_class)
-    k = y.shape[1]
-    metrics = {name: np.full((depth, len(STAGES)), np.nan) for name in METRICS}
-    jitter, seconds = np.zeros(depth), np.zeros((depth, len(STEPS)))
-    gram = np.zeros((len(gram_layers), len(subset), len(subset)))
-    block = np.zeros((len(gram_layers), k, k))
-    h = x.to(device=device, dtype=dtype)
-    owned = h is not x  # the run's own copy: its layers may normalize it in place, as every later layer's input
-    hooks.current().start("layer")
-    for layer in range(1, depth + 1):
-        start = time.perf_counter()
-        out = rfm_layer(
-            h, y, generator, kernel=kernel, bandwidth=bandwidth, ridge=ridge, activation=activation, width=width,
-            gamma=gamma, normalize_agop=normalize_agop, solve=solve, overwrite=owned,
-        )
+
+    def __init__(
+        self, depth: int = 20, kernel: str = "laplace", bandwidth: float = 2.0, ridge: float = 0.0,
+        activation: str = "relu", width: int | None = None, gamma: float = 0.05, normalize_agop: bool = True,
+        gram_layers: tuple[int, ...] = tuple(range(1, 20, 2)), gram_per_class: int = 100,
+        dtype: torch.dtype = torch.float64, device: torch.device | str | None = None, solve: str = "in_place",
+        random_state: int | torch.Generator = 0,
+    ) -> None:
+        self.depth, self.kernel, self.bandwidth, self.ridge = depth, kernel, bandwidth, ridge
+        self.activation, self.width, self.gamma, self.normalize_agop = activation, width, gamma, normalize_agop
+        self.gram_layers, self.gram_per_class = gram_layers, gram_per_class
+        self.dtype, self.device, self.solve, self.random_state = dtype, device, solve, random_state
+
+    def get_params(self, deep: bool = True) -> dict[str, Any]:
+        """The hyper-parameters by name, as scikit-learn's ``clone`` and searches read them."""
+        return {name: getattr(self, name) for name in PARAMS}
+
+    def set_params(self, **params: Any) -> DeepRFM:
+        """Change hyper-parameters by name; an unknown name is a ValueError naming the known ones."""
+        if unknown := set(params) - set(PARAMS):
+            raise ValueError(f"DeepRFM: unknown parameters {sorted(unknown)}; known: {PARAMS}")
+        for name, value in params.items():
+            setattr(self, name, value)
+        return self
+
+    def _check(self) -> None:
+        if self.depth < 1 or not all(1 <= g <= self.depth for g in self.gram_layers):
+            raise ValueError(f"DeepRFM: need depth >= 1 and gram_layers within 1..{self.depth} "
+                             f"(got {self.depth}, {self.gram_layers})")
+        check_activation(self.activation, "DeepRFM")
+        check_kernel(self.kernel, self.bandwidth)
+
+    def fit(self, x: torch.Tensor, y: torch.Tensor) -> DeepRFM:
+        """Run the layers on X (N, d) with integer labels y (N,); returns self. Runs on ``device`` (default: X's), on
+        its own copy of X in ``dtype`` when X has another device or dtype: pass X on the CPU and the run holds only
+        that copy on the device (``run_bytes``). Labels are moved there; the metrics are float64, the arrays NumPy."""
+        self._check()
+        generator = (self.random_state if isinstance(self.random_state, torch.Generator)
+                     else torch.Generator().manual_seed(self.random_state))
+        device = x.device if self.device is None else torch.device(self.device)
+        gram_layers = tuple(self.gram_layers)
+        self.width_ = self.width or DEFAULT_WIDTH[self.activation]
+        n, self.n_features_in_ = x.shape
+        self.solve_ = choose_solve(n, self.n_features_in_, self.width_, self.dtype, device, self.solve)
+        log.info("deep_rfm: N = %d, d = %d on %s; solve: %s (%.3g GB)", n, self.n_features_in_, device,
+                 SOLVES[self.solve_], run_bytes(n, self.n_features_in_, self.width_, solve=self.solve_,
+                                                dtype=self.dtype) / 1e9)
+        labels = y.to(device=device, dtype=torch.long)
+        targets = pm_one_hot(labels)
+        subset = stratified_indices(labels, self.gram_per_class)
+        k = targets.shape[1]
+        self.classes_ = np.arange(k)
+        self.metrics_ = {name: np.full((self.depth, len(STAGES)), np.nan) for name in METRICS}
+        self.jitter_, self.seconds_ = np.zeros(self.depth), np.zeros((self.depth, len(STEPS)))
+        self.gram_ = np.zeros((len(gram_layers), len(subset), len(subset)))
+        self.gram_block_mean_ = np.zeros((len(gram_layers), k, k))
+        h = x.to(device=device, dtype=self.dtype)
+        owned = h is not x  # the run's own copy: its layers may normalize it in place, as every later layer's input
+        hooks.current().start("layer")
+        for layer in range(1, self.depth + 1):
+            start = time.perf_counter()
+            out = rfm_layer(
+                h, targets, generator, kernel=self.kernel, bandwidth=self.bandwidth, ridge=self.ridge,
+                activation=self.activation, width=self.width_, gamma=self.gamma, normalize_agop=self.normalize_agop,
+                solve=self.solve_, overwrite=owned,
+            )
+            self._record(layer, out, labels, subset, gram_layers)
+            _log_layer(layer, self.depth, time.perf_counter() - start, self.metrics_["nc1"][layer - 1, 0], out.jitter,
+                       device)
+            hooks.current().tick()
+            h, owned = out.features, True
+            del out  # this layer's X and X̃ go before the next layer's N×N buffers arrive
+        self.gram_indices_ = subset.cpu().numpy()
+        self.dataset_ = self._dataset(labels[subset].cpu().numpy(), n, gram_layers, generator.initial_seed())
+        return self
+
+    def _record(self, layer: int, out: RFMLayer, labels: torch.Tensor, subset: torch.Tensor,
+                gram_layers: tuple[int, ...]) -> None:
+        """Measure one layer's stages into the fitted arrays, while its tensors are alive."""
         for s, stage in enumerate((out.x, out.x_tilde, out.features)):
             for name, value in collapse_metrics(stage, labels).items():
-                metrics[name][layer - 1, s] = value
-        jitter[layer - 1] = out.jitter
-        seconds[layer - 1] = [out.seconds[step] for step in STEPS]
+                self.metrics_[name][layer - 1, s] = value
+        self.jitter_[layer - 1] = out.jitter
+        self.seconds_[layer - 1] = [out.seconds[step] for step in STEPS]
         if layer in gram_layers:
             g = gram_layers.index(layer)
-            gram[g] = collapse_gram(out.x_tilde, labels, subset).cpu().numpy()
-            block[g] = gram_block_means(out.x_tilde, labels).cpu().numpy()
-        _log_layer(layer, depth, time.perf_counter() - start, metrics["nc1"][layer - 1, 0], out.jitter, device)
-        hooks.current().tick()
-        h, owned = out.features, True
-        del out  # this layer's X and X̃ go before the next layer's N×N buffers arrive
-    sub_labels = labels[subset].cpu().numpy()
-    ds = xr.Dataset(
-        {
-            **{name: (("layer", "stage"), v) for name, v in metrics.items()},
-            "jitter": ("layer", jitter),
-            "seconds": (("layer", "phase"), seconds),
-            "gram": (("gram_layer", "i", "j"), gram),
-            "gram_block_mean": (("gram_layer", "class_a", "class_b"), block),
-        },
-        coords={
-            "layer": np.arange(1, depth + 1),
-            "stage": list(STAGES),
-            "phase": list(STEPS),
-            "gram_layer": list(gram_layers),
-            "i": subset.cpu().numpy(),
-            "j": subset.cpu().numpy(),
-            "class_i": ("i", sub_labels),
-            "class_j": ("j", sub_labels),
-            "class_a": np.arange(k),
-            "class_b": np.arange(k),
-        },
-        attrs={
-            "kernel": kernel, "bandwidth": bandwidth, "ridge": ridge, "activation": activation,
-            "width": width, "gamma": gamma, "normalize_agop": int(normalize_agop),
-            "n_samples": n, "input_dim": d, "num_classes": k, "seed": generator.initial_seed(),
-            "dtype": str(dtype), "solve": solve,
-        },
-    )
-    for name, attrs in ATTRS.items():
-        ds[name].attrs.update(attrs)
-    return ds
+            self.gram_[g] = collapse_gram(out.x_tilde, labels, subset).cpu().numpy()
+            self.gram_block_mean_[g] = gram_block_means(out.x_tilde, labels).cpu().numpy()
+
+    def _dataset(self, sub_labels: np.ndarray, n: int, gram_layers: tuple[int, ...], seed: int) -> xr.Dataset:
+        """The fitted arrays as one labelled Dataset, with the hyper-parameters and CF attributes a store needs."""
+        ds = xr.Dataset(
+            {
+                **{name: (("layer", "stage"), v) for name, v in self.metrics_.items()},
+                "jitter": ("layer", self.jitter_),
+                "seconds": (("layer", "phase"), self.seconds_),
+                "gram": (("gram_layer", "i", "j"), self.gram_),
+                "gram_block_mean": (("gram_layer", "class_a", "class_b"), self.gram_block_mean_),
+            },
+            coords={
+                "layer": np.arange(1, self.depth + 1),
+                "stage": list(STAGES),
+                "phase": list(STEPS),
+                "gram_layer": list(gram_layers),
+                "i": self.gram_indices_,
+                "j": self.gram_indices_,
+                "class_i": ("i", sub_labels),
+                "class_j": ("j", sub_labels),
+                "class_a": self.classes_,
+                "class_b": self.classes_,
+            },
+            attrs={
+                "kernel": self.kernel, "bandwidth": self.bandwidth, "ridge": self.ridge,
+                "activation": self.activation, "width": self.width_, "gamma": self.gamma,
+                "normalize_agop": int(self.normalize_agop), "n_samples": n, "input_dim": self.n_features_in_,
+                "num_classes": len(self.classes_), "seed": seed, "dtype": str(self.dtype), "solve": self.solve_,
+            },
+        )
+        for name, attrs in ATTRS.items():
+            ds[name].attrs.update(attrs)
+        return ds

@@ -2,8 +2,8 @@
 
 An experiment fixes the activation (ReLU or cos RFF). A unit reads the data stage's prepared dataset (``data_block``:
 the first N training images, standardized per feature over those N, ±1 one-hot, flattened, sorted by class; real
-files at paper scale, the labelled offline stand-ins at quick scale) and runs ``rfm.deep_rfm.deep_rfm`` on the
-job's device; the experiment's store stacks the datasets along ``dataset``.
+files at paper scale, the labelled offline stand-ins at quick scale) and fits ``rfm.DeepRFM`` on the job's device,
+whose ``dataset_`` is the unit's store; the experiment's store stacks the datasets along ``dataset``.
 """
 
 from __future__ import annotations
@@ -48,30 +48,29 @@ def check(exp: dict, where: str) -> list[str]:
 
 def measure(unit: dict, data: list[dict], run: None, device: Any) -> Any:
     """Deep RFM on the unit's dataset, in float64 on ``device`` (the job's: the paper's N = 50,000 needs 21.7 GB of
-    it, ``rfm.deep_rfm.run_bytes``). The run gets the prepared data as it is and makes its own float64 copy on
+    it, ``rfm.memory.run_bytes``). The run gets the prepared data as it is and makes its own float64 copy on
     ``device``, the only one there. The random features come from a CPU generator, so a seed draws the same features
-    on every device. The store's ``solve`` attribute names the solve the run took (``rfm.deep_rfm.SOLVES``)."""
+    on every device. The store's ``solve`` attribute names the solve the run took (``rfm.memory.SOLVES``)."""
     import torch
 
-    from featlearn.rfm.deep_rfm import deep_rfm
+    from featlearn.rfm.deep_rfm import DeepRFM
 
     model, name, prepared = unit["model"], unit["dataset"], data[0]
     x = prepared["x_train"]
     kernel = model["kernel"][name]
-    generator = torch.Generator().manual_seed(zlib.crc32(f"deep_rfm/{name}/{unit['seed']}".encode()))
     log.info("deep_rfm %s: N = %d, d = %d, kernel %s, %s width %d, on %s", name, *x.shape, kernel,
              model["activation"], model["width"], device)
-    ds = deep_rfm(
-        x, prepared["labels_train"], generator, device=device, dtype=torch.float64, depth=model["depth"],
-        kernel=kernel, bandwidth=model["bandwidth"],
-        ridge=model["ridge"], activation=model["activation"], width=model["width"], gamma=model["gamma"],
+    rfm = DeepRFM(
+        depth=model["depth"], kernel=kernel, bandwidth=model["bandwidth"], ridge=model["ridge"],
+        activation=model["activation"], width=model["width"], gamma=model["gamma"],
         normalize_agop=model["normalize_agop"], gram_layers=tuple(unit["gram"]["layers"]),
-        gram_per_class=unit["gram"]["per_class"],
-    )
-    nc1 = ds.nc1.sel(stage="X")
-    log.info("deep_rfm %s: NC1(X) layer 1 %.3g, layer %d %.3g; %.1f s; solve %s", name, float(nc1.isel(layer=0)),
-             model["depth"], float(nc1.isel(layer=-1)), float(ds.seconds.sum()), ds.attrs["solve"])
-    return ds.assign_attrs(dataset=name, kernel=kernel, data_source=prepared["source"])
+        gram_per_class=unit["gram"]["per_class"], dtype=torch.float64, device=device,
+        random_state=zlib.crc32(f"deep_rfm/{name}/{unit['seed']}".encode()),
+    ).fit(x, prepared["labels_train"])
+    nc1 = rfm.metrics_["nc1"][:, 0]  # NC1 of X_l
+    log.info("deep_rfm %s: NC1(X) layer 1 %.3g, layer %d %.3g; %.1f s; solve %s", name, nc1[0], model["depth"],
+             nc1[-1], rfm.seconds_.sum(), rfm.solve_)
+    return rfm.dataset_.assign_attrs(dataset=name, kernel=kernel, data_source=prepared["source"])
 
 
 def combine(exp: dict, parts: dict[str, tuple[dict, Any]]) -> Any:
@@ -91,7 +90,7 @@ def combine(exp: dict, parts: dict[str, tuple[dict, Any]]) -> Any:
         "width": model["width"], "gamma": model["gamma"], "normalize_agop": int(model["normalize_agop"]),
         "n_samples": exp["data"]["n"], "seed": exp["seed"],
         **{f"kernel_{part.attrs['dataset']}": part.attrs["kernel"] for part in stores},
-        **{f"solve_{part.attrs['dataset']}": part.attrs["solve"] for part in stores},  # rfm.deep_rfm.SOLVES
+        **{f"solve_{part.attrs['dataset']}": part.attrs["solve"] for part in stores},  # rfm.memory.SOLVES
         "data_source": ";\n".join(part.attrs["data_source"] for part in stores),  # one line each in figure footers
     })
     return store
