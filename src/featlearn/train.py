@@ -26,7 +26,9 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -211,6 +213,136 @@ def _load_checkpoint(path: Path, spec: str) -> dict | None:
 LayerNFCs = Callable[[nn.Module, torch.Tensor], list[float]]
 
 
+@dataclass
+class _Run:
+    """What one run's loop reads, built once by ``_setup`` (the same whether it starts or resumes)."""
+
+    spec: dict
+    canonical: str  # the spec as its checkpoint and record name it
+    device: torch.device
+    model: nn.Module
+    optimizer: torch.optim.Optimizer
+    before_step: Callable[..., Any] | None  # an optimizer steered by the network's state (adaptive SLO)
+    layer_nfcs: LayerNFCs | None
+    tokens: torch.Tensor | None  # a character corpus; else x and y
+    x: torch.Tensor | None
+    y: torch.Tensor | None
+    n: int
+    batch: int
+    plan: dict
+    shuffle: torch.Generator  # the minibatch order's (or the corpus windows') random stream
+
+    @property
+    def tr(self) -> dict:
+        return self.spec["train"]
+
+    @property
+    def per_epoch(self) -> int:
+        return math.ceil(self.n / self.batch)
+
+    @property
+    def loss(self) -> str:
+        return self.tr.get("loss", "mse")
+
+
+def _setup(spec: dict, data: dict, device: torch.device | str, layer_nfcs: LayerNFCs | None) -> _Run:
+    """The model, its optimizer, the data on ``device``, the schedule and the minibatch generator; then the global
+    generator seeded for dropout (the order of these draws is part of every run's bits)."""
+    tr = spec["train"]
+    device = torch.device(device)
+    tensors = training_tensors(data)
+    model = build_model(spec, data).to(device)
+    model.train()
+    rule = optim.module(tr["optimizer"])
+    optimizer = rule.make(model, tr)
+    if "tokens" in tensors:
+        tokens, n, x, y = tensors["tokens"], tr["batch_size"], None, None
+    else:
+        tokens, x, y = None, tensors["x"].to(device), tensors["y"].to(device)
+        n = len(x)
+    plan = schedule(spec, n)
+    shuffle = torch.Generator().manual_seed(spec.get("seeds", {}).get("shuffle", spec["seed"] + 1))
+    torch.manual_seed(spec["seed"] + 2)  # dropout draws from the global generator: seed it, checkpoint it
+    return _Run(spec, spec_json(spec), device, model, optimizer, getattr(rule, "before_step", None), layer_nfcs,
+                tokens, x, y, n, tr.get("batch_size") or n, plan, shuffle)
+
+
+def _resume(run: _Run, checkpoint: Path) -> dict:
+    """The loop's state: fresh, or the checkpoint's, with the model, optimizer and both generators restored."""
+    state = {"snapshots": {}, "losses": [], "speeds": [], "step": 0, "order": torch.arange(run.n)}
+    ckpt = _load_checkpoint(checkpoint, run.canonical)
+    if ckpt is not None:
+        run.model.load_state_dict(ckpt["model"])
+        run.optimizer.load_state_dict(ckpt["optimizer"])
+        run.shuffle.set_state(ckpt["shuffle"])
+        torch.set_rng_state(ckpt["rng"])
+        state = {k: ckpt[k] for k in state}
+    return state
+
+
+def _save_checkpoint(run: _Run, state: dict, checkpoint: Path) -> None:
+    """Everything a resumed run needs to go on bit for bit: weights, optimizer, both generators, the loop's state."""
+    hooks.current().save({"spec": run.canonical, "model": run.model.state_dict(),
+                          "optimizer": run.optimizer.state_dict(), "shuffle": run.shuffle.get_state(),
+                          "rng": torch.get_rng_state(), **state}, checkpoint)
+
+
+def _batch(run: _Run, state: dict, step: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Step ``step``'s minibatch: nanoGPT's random windows, or the next slice of the epoch's order (reshuffled at
+    each epoch's first step when the batch is smaller than the data)."""
+    if run.tokens is not None:
+        block = run.spec["model"]["block_size"]
+        xb, yb = (t.to(run.device) for t in token_batch(run.tokens, run.batch, block, run.shuffle))
+        return xb, yb
+    if run.batch < run.n and step % run.per_epoch == 0:
+        state["order"] = torch.randperm(run.n, generator=run.shuffle)
+    idx = state["order"][(step % run.per_epoch) * run.batch:][:run.batch]
+    return run.x[idx], run.y[idx]
+
+
+def _step(run: _Run, state: dict, step: int, xb: torch.Tensor, yb: torch.Tensor) -> bool:
+    """One optimizer step on a minibatch, its loss recorded; False, before any update, where the loss is not finite."""
+    speeds = run.before_step(run.optimizer, run.model, run.x, run.tr, run.layer_nfcs) if run.before_step else None
+    if speeds is not None:
+        state["speeds"].append(speeds)
+    for group in run.optimizer.param_groups:
+        group["lr"] = lr_at(run.tr, step, run.plan)
+    run.optimizer.zero_grad()
+    loss = loss_fn(run.loss, run.model(xb), yb)
+    state["losses"].append(loss.item())
+    if not math.isfinite(state["losses"][-1]):
+        return False
+    loss.backward()
+    if run.tr.get("grad_clip"):
+        nn.utils.clip_grad_norm_(run.model.parameters(), run.tr["grad_clip"])
+    run.optimizer.step()
+    return True
+
+
+def _final_loss(run: _Run, state: dict) -> bool:
+    """Record the whole training split's loss after the last step (not for a corpus); False where it is not
+    finite."""
+    if run.tokens is not None:
+        return True
+    final = evaluate(run.model, run.x, run.y, run.loss)
+    state["losses"].append(final)
+    return math.isfinite(final)
+
+
+def _record(run: _Run, state: dict, status: str, diverged_at: int | None, seconds: float) -> dict:
+    """What the run file holds: the snapshots metric extraction reads, the losses, the schedule and how it ended."""
+    return {
+        "spec": run.canonical,
+        "snapshots": state["snapshots"],
+        "schedule": run.plan,
+        "losses": torch.tensor(state["losses"], dtype=torch.float64),
+        "speeds": torch.tensor(state["speeds"], dtype=torch.float64),
+        "status": status,
+        "diverged_step": diverged_at,
+        "seconds": seconds,
+    }
+
+
 def train(spec: dict, data: dict, out: Path, checkpoint: Path, device: torch.device | str = "cpu",
           layer_nfcs: LayerNFCs | None = None) -> dict:
     """Train one run on ``device`` and write ``out``: snapshots, per-step losses, schedule, status. Returns the record.
@@ -221,43 +353,9 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path, device: torch.dev
     so that training stays below the metrics layer.
     """
     out, checkpoint = Path(out), Path(checkpoint)
-    tr = spec["train"]
-    device = torch.device(device)
-    tensors = training_tensors(data)
-    model = build_model(spec, data).to(device)
-    model.train()
-    rule = optim.module(tr["optimizer"])
-    optimizer = rule.make(model, tr)
-    before_step = getattr(rule, "before_step", None)  # an optimizer steered by the network's state (adaptive SLO)
-    loss_name = tr.get("loss", "mse")
-    text = "tokens" in tensors
-    if text:
-        tokens, n, x = tensors["tokens"], tr["batch_size"], None
-    else:
-        x, y = tensors["x"].to(device), tensors["y"].to(device)
-        n = len(x)
-    batch = tr.get("batch_size") or n
-    per_epoch = math.ceil(n / batch)
-    plan = schedule(spec, n)
-    shuffle = torch.Generator().manual_seed(spec.get("seeds", {}).get("shuffle", spec["seed"] + 1))
-    torch.manual_seed(spec["seed"] + 2)  # dropout draws from the global generator: seed it, checkpoint it
-    measure_at = set(plan["measure"])
-    canonical = spec_json(spec)
-    every_s = tr.get("checkpoint_seconds", 60.0)
-
-    state = {"snapshots": {}, "losses": [], "speeds": [], "step": 0, "order": torch.arange(n)}
-    ckpt = _load_checkpoint(checkpoint, canonical)
-    if ckpt is not None:
-        model.load_state_dict(ckpt["model"])
-        optimizer.load_state_dict(ckpt["optimizer"])
-        shuffle.set_state(ckpt["shuffle"])
-        torch.set_rng_state(ckpt["rng"])
-        state = {k: ckpt[k] for k in state}
-
-    def save_checkpoint() -> None:
-        hooks.current().save({"spec": canonical, "model": model.state_dict(), "optimizer": optimizer.state_dict(),
-                      "shuffle": shuffle.get_state(), "rng": torch.get_rng_state(), **state}, checkpoint)
-
+    run = _setup(spec, data, device, layer_nfcs)
+    state = _resume(run, checkpoint)
+    steps, measure_at, every_s = run.plan["steps"], set(run.plan["measure"]), run.tr.get("checkpoint_seconds", 60.0)
     start = time.monotonic()
     last_ckpt = start
     hooks.current().start("step")
@@ -266,62 +364,29 @@ def train(spec: dict, data: dict, out: Path, checkpoint: Path, device: torch.dev
     with _StopOnSigterm() as stop:
         while True:
             if step in measure_at:
-                state["snapshots"][step] = snapshot(model)
-            if step < plan["steps"] and (stop.requested or time.monotonic() - last_ckpt >= every_s):
-                save_checkpoint()
+                state["snapshots"][step] = snapshot(run.model)
+            if step < steps and (stop.requested or time.monotonic() - last_ckpt >= every_s):
+                _save_checkpoint(run, state, checkpoint)
                 last_ckpt = time.monotonic()
                 if stop.requested:
-                    raise Interrupted(f"{out}: SIGTERM at step {step}/{plan['steps']}; checkpoint {checkpoint} "
+                    raise Interrupted(f"{out}: SIGTERM at step {step}/{steps}; checkpoint {checkpoint} "
                                       "written, rerun the job to resume")
-            if step == plan["steps"]:
-                if not text:
-                    final = evaluate(model, x, y, loss_name)
-                    state["losses"].append(final)
-                    if not math.isfinite(final):
-                        status, diverged_at = "diverged", step
-                        state["snapshots"].pop(step, None)
+            if step == steps:
+                if not _final_loss(run, state):
+                    status, diverged_at = "diverged", step
+                    state["snapshots"].pop(step, None)
                 break
-            if text:
-                xb, yb = (t.to(device) for t in token_batch(tokens, batch, spec["model"]["block_size"], shuffle))
-            else:
-                if batch < n and step % per_epoch == 0:
-                    state["order"] = torch.randperm(n, generator=shuffle)
-                idx = state["order"][(step % per_epoch) * batch:][:batch]
-                xb, yb = x[idx], y[idx]
-            speeds = before_step(optimizer, model, x, tr, layer_nfcs) if before_step else None
-            if speeds is not None:
-                state["speeds"].append(speeds)
-            for group in optimizer.param_groups:
-                group["lr"] = lr_at(tr, step, plan)
-            optimizer.zero_grad()
-            loss = loss_fn(loss_name, model(xb), yb)
-            state["losses"].append(loss.item())
-            if not math.isfinite(state["losses"][-1]):
+            if not _step(run, state, step, *_batch(run, state, step)):
                 status, diverged_at = "diverged", step
                 state["snapshots"].pop(step, None)
                 log.warning("run %s diverged at step %d (loss %s)", out, step, state["losses"][-1])
                 break
-            loss.backward()
-            if tr.get("grad_clip"):
-                nn.utils.clip_grad_norm_(model.parameters(), tr["grad_clip"])
-            optimizer.step()
             hooks.current().tick()
             step += 1
             state["step"] = step
-            if step % max(1, plan["steps"] // 20) == 0:
-                log.info("step %d/%d loss %.4g", step, plan["steps"], state["losses"][-1])
-
-    record = {
-        "spec": canonical,
-        "snapshots": state["snapshots"],
-        "schedule": plan,
-        "losses": torch.tensor(state["losses"], dtype=torch.float64),
-        "speeds": torch.tensor(state["speeds"], dtype=torch.float64),
-        "status": status,
-        "diverged_step": diverged_at,
-        "seconds": time.monotonic() - start,
-    }
+            if step % max(1, steps // 20) == 0:
+                log.info("step %d/%d loss %.4g", step, steps, state["losses"][-1])
+    record = _record(run, state, status, diverged_at, time.monotonic() - start)
     hooks.current().save(record, out)
     checkpoint.unlink(missing_ok=True)
     return record
-
