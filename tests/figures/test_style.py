@@ -14,7 +14,7 @@ import pytest
 import xarray as xr
 from matplotlib.ticker import MaxNLocator
 
-from featlearn.figures import style
+from featlearn.figures import spread, style, ticks
 
 STORE = xr.Dataset(attrs={"scale": "smoke", "git_commit": "0123456789abcdef",
                           "data_source": "cifar10 stand-in: labelled Gaussian blobs\nsvhn stand-in: labelled "
@@ -39,7 +39,7 @@ def test_builder_reserves_title_legend_and_footer_rows() -> None:
     handles = []
     for ax, color in zip(axes[0], style.ordered_colors(3)):
         handles += ax.plot(np.arange(10), np.exp(-np.arange(10) / 3), color=color, label=f"s₀ = {color[0]:.2f}")
-        style.log_scale(ax)
+        ticks.log_scale(ax)
         ax.set(title="layer 1 · train loss", xlabel="epoch", ylabel="loss")
     style.legend_right(axes[0, -1], handles, title="init scale")
     style.suptitle(fig, "Fig 0 · a deliberately long title that names the experiment, its learning rate, "
@@ -99,7 +99,7 @@ def test_sparse_ticks_hold_a_rehearsals_epochs_on_a_narrow_panel() -> None:
     ax.set(title="MNIST · layer 1", ylabel="NFC")
     ax.xaxis.set_major_locator(MaxNLocator(nbins=10))
     assert style.text_overlaps(fig) != []
-    style.sparse_ticks(ax)
+    ticks.sparse_ticks(ax)
     assert style.text_overlaps(fig) == []
     plt.close(fig)
 
@@ -114,7 +114,7 @@ def drawn_labels(ax: plt.Axes) -> list[str]:
 def test_log_axis_has_labelled_ticks_at_any_span(low: float, high: float) -> None:
     fig, ax = plt.subplots(figsize=(2.5, 2))
     ax.plot([0, 1], [low, high])
-    style.log_scale(ax)
+    ticks.log_scale(ax)
     labels = drawn_labels(ax)
     assert len(labels) >= 2 and len(set(labels)) == len(labels), labels
     assert style.text_overlaps(fig) == []
@@ -129,22 +129,22 @@ def test_ordered_colors_have_distinct_ends() -> None:
 
 
 def test_spread_note_drops_the_band_for_one_seed() -> None:
-    assert style.spread_note(1) == "1 seed" and style.spread_note(0, "run") == "0 runs"
-    assert style.spread_note(3, "net") == "mean ± sample sd over 3 nets"
+    assert spread.spread_note(1) == "1 seed" and spread.spread_note(0, "run") == "0 runs"
+    assert spread.spread_note(3, "net") == "mean ± sample sd over 3 nets"
 
 
 def test_bands_and_text_spread_are_the_sample_sd() -> None:
     """Two seeds at 0 and 2: the sample sd (ddof = 1) is √2; the population sd would be 1."""
     values = xr.DataArray([[0.0, 0.0], [2.0, 2.0]], dims=("seed", "step"))
-    np.testing.assert_allclose(style.sample_sd(values, "seed").values, [np.sqrt(2), np.sqrt(2)])
-    assert style.mean_sd(np.array([0.0, 2.0])) == "1.00 ± 1.41"
+    np.testing.assert_allclose(spread.sample_sd(values, "seed").values, [np.sqrt(2), np.sqrt(2)])
+    assert spread.mean_sd(np.array([0.0, 2.0])) == "1.00 ± 1.41"
 
 
 def test_one_value_has_no_band_and_no_plus_minus() -> None:
     """The sample sd of one value is undefined: no band (not a 0-wide one), no '± nan'."""
-    assert style.sample_sd(xr.DataArray([[1.0, 2.0]], dims=("seed", "step")), "seed") is None
-    assert style.mean_sd(np.array([0.7, np.nan])) == "0.70"
-    assert style.mean_sd(np.array([])) == "–"
+    assert spread.sample_sd(xr.DataArray([[1.0, 2.0]], dims=("seed", "step")), "seed") is None
+    assert spread.mean_sd(np.array([0.7, np.nan])) == "0.70"
+    assert spread.mean_sd(np.array([])) == "–"
 
 
 def test_importing_the_style_leaves_the_backend_alone() -> None:
@@ -158,7 +158,7 @@ def test_importing_the_style_leaves_the_backend_alone() -> None:
 
 
 def test_plain_tick_labels_are_exact_not_rounded() -> None:
-    assert style.plain_labels(np.array([0.089925, 0.08995, 0.089975, 0.09])) == ["0.089925", "0.08995", "0.089975",
+    assert ticks.plain_labels(np.array([0.089925, 0.08995, 0.089975, 0.09])) == ["0.089925", "0.08995", "0.089975",
                                                                                   "0.09"]
 
 

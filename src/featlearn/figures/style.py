@@ -4,20 +4,18 @@ Every figure is made by ``figure()`` and saved by ``finish()``. The builder uses
 provenance footer in the figure's ``supxlabel`` slot and the title in its ``suptitle`` slot, so the layout engine
 reserves a row for each: neither can land on an axis label, however many lines the footer has. Legends outside the
 panels go through ``legend_right()``, in a margin the layout engine widens for them. ``text_overlaps()``
-checks the result with matplotlib's own text extents; ``finish()`` thins an axis whose own tick labels collide and
-refuses (``OverlapError``, naming the texts and their panels) any other collision, at every scale, and the tests
-assert that no figure needs either.
+checks the result with matplotlib's own text extents; ``finish()`` thins an axis whose own tick labels collide
+(``ticks.thin_ticks``) and refuses (``OverlapError``, naming the texts and their panels) any other collision, at every
+scale, and the tests assert that no figure needs either.
 
-Log axes go through ``log_scale()`` (labelled ticks whatever the span) and ordered conditions (init scales, layers,
-blocks) through ``ordered_colors()``. Every spread, a band (``sample_sd()``) or a '± sd' in text (``mean_sd()``), is the
-sample sd (ddof = 1), and ``spread_note()`` says so in the title. No backend is chosen here: the render job picks Agg,
-a notebook keeps its own.
+Ordered conditions (init scales, layers, blocks) take ``ordered_colors()``; log axes go through ``ticks.log_scale()``
+and spreads through ``spread`` (the sample sd, said in the title). No backend is chosen here: the render job picks
+Agg, a notebook keeps its own.
 """
 
 from __future__ import annotations
 
 import logging
-import math
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -33,8 +31,8 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure, FigureBase
 from matplotlib.legend import Legend
 from matplotlib.text import Text
-from matplotlib.ticker import Formatter, Locator, LogFormatterSciNotation, LogLocator, MaxNLocator
-from numpy.typing import ArrayLike
+
+from featlearn.figures.ticks import thin_ticks
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +41,6 @@ PALETTE_END = 0.82  # viridis beyond this is yellow that vanishes on white
 UC_COLOR, C_COLOR = "tab:blue", "tab:green"
 TITLE_SIZE = 9
 FOOTER_SIZE = 6
-MIN_TICKS = 3  # labelled ticks on a log axis spanning less than two decades
 OVERLAP_PX = 1.0  # two texts collide when their boxes share more than this (at 100 dpi) in both directions
 
 
@@ -151,126 +148,6 @@ def ordered_colors(n: int) -> list[tuple[float, float, float]]:
     return [tuple(cmap(x)[:3]) for x in np.linspace(0.0, PALETTE_END, n)] if n > 1 else [tuple(cmap(0.0)[:3])]
 
 
-def spread_note(n: int, unit: str = "seed") -> str:
-    """What a mean curve is drawn over, said once in each figure's title: '1 seed' (no band) or 'mean ± sample sd
-    over 3 seeds' (band)."""
-    return f"mean ± sample sd over {n} {unit}s" if n > 1 else f"{n} {unit}{'' if n == 1 else 's'}"
-
-
-def sample_sd(values: xr.DataArray, dim: str, skipna: bool | None = None) -> xr.DataArray | None:
-    """Half-width of a mean ± sd band over ``dim``: the sample sd (ddof = 1), the sd readers of ML papers expect (the
-    population sd is √((n − 1)/n) of it, 29% narrower for 2 seeds). None for a single value along ``dim``, whose
-    sample sd is undefined: draw no band rather than a 0-wide one (where NaNs leave one value, the band is NaN:
-    not drawn)."""
-    return values.std(dim, ddof=1, skipna=skipna) if values.sizes[dim] > 1 else None
-
-
-def mean_sd(values: ArrayLike) -> str:
-    """'0.74 ± 0.13': the mean and sample sd (ddof = 1, as the bands) of the finite values, for a panel's text;
-    '0.74' for one value (its sample sd is undefined), '–' for none."""
-    v = np.asarray(values, dtype=float).ravel()
-    v = v[np.isfinite(v)]
-    if v.size == 0:
-        return "–"
-    return f"{v.mean():.2f}" + (f" ± {v.std(ddof=1):.2f}" if v.size > 1 else "")
-
-
-# Log axes -------------------------------------------------------------------------------------------------------
-
-
-def _decades(vmin: float, vmax: float) -> np.ndarray:
-    """The powers of ten inside [vmin, vmax]."""
-    return 10.0 ** np.arange(math.ceil(math.log10(vmin) - 1e-9), math.floor(math.log10(vmax) + 1e-9) + 1)
-
-
-def _in(ticks: np.ndarray, vmin: float, vmax: float) -> np.ndarray:
-    return ticks[(ticks >= vmin * (1 - 1e-9)) & (ticks <= vmax * (1 + 1e-9))]
-
-
-def _span_ticks(vmin: float, vmax: float, nbins: int) -> tuple[str, np.ndarray]:
-    """The major ticks of a log axis on [vmin, vmax] and how to label them: decades where at least two are in view,
-    else 1-2-5 steps where MIN_TICKS are, else about nbins evenly spaced values (a span under a factor of ~10)."""
-    vmin, vmax = sorted((vmin, vmax))
-    if not (np.isfinite(vmin) and np.isfinite(vmax)) or vmin <= 0:
-        return "decades", np.array([])
-    decades = _decades(vmin, vmax)
-    if decades.size >= 2:
-        return "decades", LogLocator(base=10, numticks=nbins + 2).tick_values(vmin, vmax)
-    below = _decades(vmin / 10, vmax)
-    one_two_five = _in(np.concatenate([below, 2 * below, 5 * below]), vmin, vmax)
-    if one_two_five.size >= MIN_TICKS:
-        return "values", np.unique(one_two_five)
-    even = MaxNLocator(nbins=nbins, steps=[1, 2, 2.5, 5, 10], min_n_ticks=MIN_TICKS).tick_values(vmin, vmax)
-    return "values", _in(even, vmin, vmax)
-
-
-class _SpanLogLocator(Locator):
-    """Major (or minor) ticks of ``log_scale``: see ``_span_ticks``; minor ticks only between labelled decades."""
-
-    def __init__(self, minor: bool = False, nbins: int = 4) -> None:
-        self.minor, self.nbins = minor, nbins
-
-    def __call__(self) -> np.ndarray:
-        return self.tick_values(*self.axis.get_view_interval())
-
-    def tick_values(self, vmin: float, vmax: float) -> np.ndarray:
-        kind, major = _span_ticks(vmin, vmax, self.nbins)
-        if not self.minor:
-            return major
-        if kind != "decades":
-            return np.array([])
-        return LogLocator(base=10, subs=np.arange(2, 10), numticks=12).tick_values(*sorted((vmin, vmax)))
-
-
-class _SpanLogFormatter(Formatter):
-    """Labels of ``log_scale``: 10ⁿ on decades, otherwise plain numbers with just enough digits to tell apart."""
-
-    def __init__(self, nbins: int = 4) -> None:
-        self.nbins = nbins
-        self.decades = LogFormatterSciNotation(labelOnlyBase=True)
-
-    def format_ticks(self, values: Sequence[float]) -> list[str]:
-        kind, _ = _span_ticks(*self.axis.get_view_interval(), self.nbins)
-        if kind == "decades":
-            self.decades.set_axis(self.axis)
-            return self.decades.format_ticks(values)
-        return plain_labels(np.asarray(values, dtype=float))
-
-    def __call__(self, x: float, pos: int | None = None) -> str:
-        return self.format_ticks([x])[0]
-
-
-def plain_labels(values: np.ndarray) -> list[str]:
-    """'0.0902', '0.09025' …: the fewest significant digits that write every tick exactly (to a millionth of the
-    spacing), so that labels are distinct and none is rounded."""
-    finite = values[np.isfinite(values)]
-    spacing = np.diff(np.sort(finite)).min() if finite.size > 1 else abs(finite[0]) if finite.size else 1.0
-    for digits in range(1, 16):
-        labels = [f"{v:.{digits}g}" for v in values]
-        if all(abs(float(label) - v) <= 1e-6 * spacing for label, v in zip(labels, values) if np.isfinite(v)):
-            return labels
-    return [f"{v:.16g}" for v in values]
-
-
-def log_scale(ax: Axes, axis: str = "y", nbins: int = 4) -> None:
-    """Make ax's x or y axis logarithmic with labelled ticks whatever its span: decades (10ⁿ) where two are in
-    view, otherwise a few plain-number ticks (a loss that moves within a decade still shows its values)."""
-    target = ax.yaxis if axis == "y" else ax.xaxis
-    (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
-    target.set_major_locator(_SpanLogLocator(nbins=nbins))
-    target.set_minor_locator(_SpanLogLocator(minor=True, nbins=nbins))
-    target.set_major_formatter(_SpanLogFormatter(nbins))
-    target.set_minor_formatter(plt.NullFormatter())
-
-
-def sparse_ticks(ax: Axes, axis: str = "x", nbins: int = 3) -> None:
-    """At most nbins + 1 round ticks on ax's linear x or y axis: a panel about 2 in wide then holds its labels
-    whatever the span, 0 … 150 epochs or a rehearsal's 0.000 … 0.010 (matplotlib's default puts five labels such as
-    0.0025 there, which collide)."""
-    target = ax.xaxis if axis == "x" else ax.yaxis
-    target.set_major_locator(MaxNLocator(nbins=nbins, steps=[1, 2, 2.5, 5, 10], min_n_ticks=2))
-
-
 # Overlap check --------------------------------------------------------------------------------------------------
 
 
@@ -374,28 +251,6 @@ def text_overlaps(fig: Figure) -> list[str]:
     return [f"{a} ↔ {b}" for (a, _), (b, _) in _collisions(fig)]
 
 
-def _thin_ticks(axis: Axis) -> bool:
-    """Fewer labelled ticks on an axis whose own tick labels collide (a long span, a narrow panel, labels such as
-    0.0025 on a rehearsal's fraction of an epoch); False where the axis cannot thin (fixed ticks, a log axis already
-    at its fewest). The axis keeps its formatter and, with MaxNLocator, round steps."""
-    ticks = [t for t in axis.get_majorticklocs() if np.isfinite(t)]
-    locator = axis.get_major_locator()
-    if isinstance(locator, _SpanLogLocator):
-        if locator.nbins <= 2:
-            return False
-        nbins = max(2, locator.nbins // 2)
-        axis.set_major_locator(_SpanLogLocator(nbins=nbins))
-        axis.set_minor_locator(_SpanLogLocator(minor=True, nbins=nbins))
-        formatter = axis.get_major_formatter()
-        if isinstance(formatter, _SpanLogFormatter):
-            formatter.nbins = nbins
-        return True
-    if axis.get_scale() != "linear" or not isinstance(locator, MaxNLocator) or len(ticks) <= 2:
-        return False
-    axis.set_major_locator(MaxNLocator(nbins=max(1, len(ticks) // 2 - 1), steps=[1, 2, 2.5, 5, 10], min_n_ticks=2))
-    return True
-
-
 def settle_overlaps(fig: Figure, out: Path | str = "figure") -> None:
     """Check the figure's texts: where only an axis's own tick labels collide, thin that axis's ticks and say so;
     any other collision, or one that thinning does not clear, raises OverlapError naming every pair (the texts,
@@ -403,7 +258,7 @@ def settle_overlaps(fig: Figure, out: Path | str = "figure") -> None:
     pairs = _collisions(fig)
     for _ in range(3):
         crowded = {id(a): a for (_, a), (_, b) in pairs if a is not None and a is b}
-        thinned = [axis for axis in crowded.values() if _thin_ticks(axis)]
+        thinned = [axis for axis in crowded.values() if thin_ticks(axis)]
         if not thinned:
             break
         for axis in thinned:

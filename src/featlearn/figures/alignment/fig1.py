@@ -7,7 +7,8 @@ from pathlib import Path
 import xarray as xr
 
 from featlearn.figures.alignment.panels import heatmap, with_divergence
-from featlearn.figures.style import apply_style, figure, finish, grid, mean_sd, spread_note, suptitle
+from featlearn.figures.spread import mean_sd, spread_note
+from featlearn.figures.style import apply_style, figure, finish, grid, suptitle
 
 EXPERIMENTS = ("chain_fig1",)
 

@@ -14,16 +14,8 @@ from featlearn.figures.alignment.panels import (
     seeds_note,
     with_divergence,
 )
-from featlearn.figures.style import (
-    apply_style,
-    figure,
-    finish,
-    grid,
-    legend_right,
-    log_scale,
-    ordered_colors,
-    suptitle,
-)
+from featlearn.figures.style import apply_style, figure, finish, grid, legend_right, ordered_colors, suptitle
+from featlearn.figures.ticks import log_scale
 
 EXPERIMENTS = ("adaptive_slo",)
 

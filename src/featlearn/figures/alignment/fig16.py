@@ -10,7 +10,8 @@ from matplotlib.figure import Figure
 
 from featlearn.figures.alignment.panels import with_divergence
 from featlearn.figures.alignment.real_panels import diag_image, divergence, present_seeds
-from featlearn.figures.style import apply_style, figure, finish, mean_sd, spread_note, suptitle
+from featlearn.figures.spread import mean_sd, spread_note
+from featlearn.figures.style import apply_style, figure, finish, suptitle
 
 EXPERIMENTS = ("celeba_glasses",)
 

@@ -11,7 +11,8 @@ from matplotlib.figure import Figure
 
 from featlearn.figures.alignment.panels import experiment_config, plot_seed_mean
 from featlearn.figures.alignment.real_panels import COSINE, diag_image, loss_panel, present_seeds, run_label
-from featlearn.figures.style import apply_style, figure, finish, log_scale, suptitle
+from featlearn.figures.style import apply_style, figure, finish, suptitle
+from featlearn.figures.ticks import log_scale
 
 EXPERIMENTS = ("svhn_slo",)
 

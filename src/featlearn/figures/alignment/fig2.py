@@ -21,7 +21,8 @@ from featlearn.figures.alignment.real_panels import (
     present_seeds,
     run_label,
 )
-from featlearn.figures.style import apply_style, figure, finish, sample_sd, spread_note, suptitle
+from featlearn.figures.spread import sample_sd, spread_note
+from featlearn.figures.style import apply_style, figure, finish, suptitle
 
 EXPERIMENTS = ("real_mlp", "vgg_cifar", "gpt_shakespeare")
 

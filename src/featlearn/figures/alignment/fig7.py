@@ -8,16 +8,8 @@ import xarray as xr
 from matplotlib.lines import Line2D
 
 from featlearn.figures.alignment.panels import RHO_2ND, experiment_config
-from featlearn.figures.style import (
-    apply_style,
-    figure,
-    finish,
-    grid,
-    legend_right,
-    sample_sd,
-    spread_note,
-    suptitle,
-)
+from featlearn.figures.spread import sample_sd, spread_note
+from featlearn.figures.style import apply_style, figure, finish, grid, legend_right, suptitle
 
 EXPERIMENTS = ("first_order",)
 ROWS = {"quadratic": r"quadratic $\phi(z) = z^2$", "relu": "ReLU"}

@@ -18,19 +18,9 @@ import xarray as xr
 from matplotlib.axes import Axes
 from matplotlib.lines import Line2D
 
-from featlearn.figures.style import (
-    apply_style,
-    figure,
-    finish,
-    grid,
-    legend_right,
-    log_scale,
-    mean_sd,
-    ordered_colors,
-    sample_sd,
-    spread_note,
-    suptitle,
-)
+from featlearn.figures.spread import mean_sd, sample_sd, spread_note
+from featlearn.figures.style import apply_style, figure, finish, grid, legend_right, ordered_colors, suptitle
+from featlearn.figures.ticks import log_scale
 
 RHO_2ND = r"$\rho_{\mathrm{2nd}}$"  # Eq. 7, the quantity of Figs 3 and 7
 CONVENTION = "cosine"  # the paper's ρ (docs/figures/alignment.md); Pearson is only for Figs 2 and 13

@@ -19,7 +19,8 @@ from matplotlib.lines import Line2D
 
 from featlearn.data import registry
 from featlearn.figures.alignment.panels import plot_seed_mean, seeds_note, with_divergence
-from featlearn.figures.style import C_COLOR, PALETTE, UC_COLOR, log_scale, ordered_colors, sparse_ticks
+from featlearn.figures.style import C_COLOR, PALETTE, UC_COLOR, ordered_colors
+from featlearn.figures.ticks import log_scale, sparse_ticks
 
 PEARSON = "pearson"  # the released Fig 2 code's ρ̄: Figs 2 and 13
 COSINE = "cosine"  # the paper's ρ: every other figure

@@ -21,19 +21,9 @@ import xarray as xr
 from matplotlib.axes import Axes
 
 from featlearn.data import registry
-from featlearn.figures.style import (
-    apply_style,
-    figure,
-    finish,
-    grid,
-    legend_right,
-    log_scale,
-    mean_sd,
-    ordered_colors,
-    sample_sd,
-    spread_note,
-    suptitle,
-)
+from featlearn.figures.spread import mean_sd, sample_sd, spread_note
+from featlearn.figures.style import apply_style, figure, finish, grid, legend_right, ordered_colors, suptitle
+from featlearn.figures.ticks import log_scale
 
 ORDER = ("mnist", "cifar10", "svhn")
 LETTERS = {"mnist": "A", "cifar10": "B", "svhn": "C"}  # the paper's rows (Figs 7–12)

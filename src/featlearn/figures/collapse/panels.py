@@ -14,7 +14,8 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
 from featlearn.data import registry
-from featlearn.figures.style import apply_style, figure, finish, grid, log_scale, suptitle
+from featlearn.figures.style import apply_style, figure, finish, grid, suptitle
+from featlearn.figures.ticks import log_scale
 
 STAGE_STYLE = {  # the Fig 3 caption: green X_l, orange M^{1/2}X_l, blue Φ(M^{1/2}X_l)
     "X": ("tab:green", "$X_l$"),

@@ -9,7 +9,8 @@ import xarray as xr
 from matplotlib.cm import ScalarMappable
 from matplotlib.colors import Normalize
 
-from featlearn.figures.style import apply_style, figure, finish, mean_sd, spread_note, suptitle
+from featlearn.figures.spread import mean_sd, spread_note
+from featlearn.figures.style import apply_style, figure, finish, suptitle
 
 EXPERIMENTS = ("tangent_mnist",)
 CMAP = "berlin"  # dark-centred diverging map, matplotlib's stand-in for the paper's cmasher.wildfire
