@@ -54,10 +54,11 @@ def test_an_edit_to_the_text_corpus_reruns_only_the_gpt_chain(plan):
 
 
 def test_no_module_but_the_package_root_and_the_job_glue_reruns_every_job(plan):
-    """The job glue: how a job loads and saves (jobs, integrity) and the CPU settings that decide its bits
-    (numerics), which every job checks."""
+    """The job glue: how a job loads and saves (jobs, integrity, the hooks through which the science reaches them)
+    and the CPU settings that decide its bits (numerics), which every job checks."""
     jobs, _ = plan
     sources = sorted(str(p.relative_to(deps.ROOT)) for p in (deps.SRC / "featlearn").rglob("*.py"))
     everything = [s for s in sources if len(rerun_by(jobs, s)) == len(jobs)]
-    glue = {f"src/featlearn/{name}.py" for name in ("__init__", "jobs", "integrity", "numerics")}
+    glue = {f"src/featlearn/{name}.py" for name in ("__init__", "hooks", "pipeline/__init__", "pipeline/jobs",
+                                                     "pipeline/integrity", "pipeline/numerics")}
     assert set(everything) <= glue
