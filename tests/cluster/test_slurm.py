@@ -1,5 +1,5 @@
-"""The smoke DAG through a real single-node SLURM (started by the
-slurm_up.sh that CLUSTER names) with the shipped profile (profiles/slurm).
+"""The smoke DAG through a real single-node SLURM (started by tests/cluster/slurm_up.sh, stopped by slurm_down.sh)
+with the shipped profile (profiles/slurm).
 
 Every heavy job (data, training, measurement) must run as a SLURM job (its log records ``slurm_job_id``) and every
 light one (figures, combining, claims) where Snakemake runs; a training job cancelled with ``scancel`` must resume
@@ -22,10 +22,10 @@ import pytest
 import torch
 
 ROOT = Path(__file__).resolve().parents[2]
-CLUSTER = ROOT.parent / "shared" / "cluster"
+CLUSTER = Path(__file__).parent  # slurm_up.sh, slurm_down.sh and the test cluster's profile
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 # The shipped profile, then the test cluster's specifics (squeue status, no accounts, fast polling, its partition).
-PROFILES = ("--profile", str(ROOT / "profiles/slurm"), "--profile", str(Path(__file__).parent / "profile"))
+PROFILES = ("--profile", str(ROOT / "profiles/slurm"), "--profile", str(CLUSTER / "profile"))
 # Where `make test` installs the SLURM executor plugin for these tests only (requirements-slurm.txt): Snakemake imports
 # every executor plugin it can find at every call, and this one then asks scontrol for the cluster's configuration,
 # which takes ~9 s wherever SLURM's commands are installed but no controller runs (the other tests, after this one).
@@ -48,8 +48,6 @@ def _alive(pidfile: str) -> bool:
 
 
 def _why_no_cluster() -> str | None:
-    if not (CLUSTER / "slurm_up.sh").exists():
-        return f"{CLUSTER}/slurm_up.sh not found (the shared/ folder beside the checkout)"
     if os.geteuid() != 0:
         return "starting munged, slurmctld and slurmd needs root"
     if not (shutil.which("sbatch") or shutil.which("apt-get")):
