@@ -15,10 +15,11 @@ data = [load_tensors(path) for path in snakemake.input.data]
 run = load_tensors(snakemake.input.run[0]) if snakemake.input.run else None
 if run is not None:  # the run must be the one this unit names, not one left over from another configuration
     check_spec(snakemake.input.run[0], run["spec"], unit)
-ds = kind_of(unit["kind"]).measure(unit, data, run, device)
-attrs = provenance(spec_json(unit), snakemake.params.scale, snakemake.rule, ds.attrs["data_source"],
-                   numerics.describe(unit["threads"], device))
-write_store(ds, snakemake.output.store, attrs)
-log.info("%s: measured on %s in %.1f s", snakemake.output.store, device, time.monotonic() - began)
-usage.write(snakemake.output.usage, str(device), [snakemake.output.store],
-            [*snakemake.input.data, *snakemake.input.run])
+# A store that cannot land is rescued with its usage record: put back alone, it would be measured again.
+with usage.recorded(snakemake.output.usage, str(device), [snakemake.output.store],
+                    [*snakemake.input.data, *snakemake.input.run]):
+    ds = kind_of(unit["kind"]).measure(unit, data, run, device)
+    attrs = provenance(spec_json(unit), snakemake.params.scale, snakemake.rule, ds.attrs["data_source"],
+                       numerics.describe(unit["threads"], device))
+    write_store(ds, snakemake.output.store, attrs)
+    log.info("%s: measured on %s in %.1f s", snakemake.output.store, device, time.monotonic() - began)
