@@ -180,7 +180,7 @@ def check_device(device: str, computes_here: bool, gpus: Callable[[], int]) -> N
 # so adding an optimizer or an architecture (its module and its table line) or a dataset (its registry entry) is never
 # a schema edit as well.
 CHOICES = {"optimizer": ("featlearn.optim", "DISPATCH"), "arch": ("featlearn.models", "DISPATCH"),
-           "dataset": ("featlearn.data.registry", "DATASETS")}
+           "dataset": ("featlearn.data.registry", "DATASETS"), "family": ("featlearn.metrics.measure", "DISPATCH")}
 
 
 def semantic(exp: dict, where: str) -> list[str]:
