@@ -4,8 +4,6 @@ from featlearn.pipeline import numerics
 
 numerics.pin()  # first: every job inherits the CPU settings that decide its bits (featlearn.pipeline.numerics)
 
-from featlearn import config as fc
-from featlearn.pipeline import experiments as fx
 from featlearn.pipeline import validation
 from featlearn.pipeline.gpus import gpu_count
 
@@ -33,25 +31,25 @@ include: "workflow/rules/reproduction.smk"
 rule all:
     default_target: True
     input:
-        ALL_FIGURES,
-        SHORTCUTS,
-        REPORT_FILES,
+        PLAN.all_figures,
+        PLAN.shortcuts,
+        PLAN.report_files,
         [f"{RESULTS}/projection.md"] if REHEARSE else [f"{RESULTS}/reproduction/check.txt"],
 
 
 rule alignment:
     input:
-        [f for f in ALL_FIGURES if f.startswith(f"{FIGURES}/alignment/")],
+        [f for f in PLAN.all_figures if f.startswith(f"{FIGURES}/alignment/")],
 
 
 rule collapse:
     input:
-        [f for f in ALL_FIGURES if f.startswith(f"{FIGURES}/collapse/")],
+        [f for f in PLAN.all_figures if f.startswith(f"{FIGURES}/collapse/")],
 
 
 rule tangent:
     input:
-        [f for f in ALL_FIGURES if f.startswith(f"{FIGURES}/tangent/")],
+        [f for f in PLAN.all_figures if f.startswith(f"{FIGURES}/tangent/")],
 
 
 # Faults lose nothing (featlearn.pipeline.reruns), decided before Snakemake plans: an output whose digest checks out is kept
@@ -62,7 +60,7 @@ from featlearn.pipeline import reruns
 
 reruns.keep_finished(workflow)
 reruns.guard_cache()
-reruns.record_config_edits(config, EXPERIMENTS, UNITS, workflow.basedir)
+reruns.record_config_edits(config, PLAN.experiments, PLAN.units, workflow.basedir)
 
 
 # Once the plan is made and before any job runs (never in a dry run): `device: cuda` needs a GPU here unless a cluster
@@ -71,5 +69,5 @@ reruns.record_config_edits(config, EXPERIMENTS, UNITS, workflow.basedir)
 onstart:
     validation.check_device(config["device"], workflow.local_exec, gpu_count)
     reruns.refuse_duplicates(workflow.dag.needrun_jobs())  # an orphan still computing is named, never run twice
-    fr.check_disk(PROJECTION, RESULTS)
+    fr.check_disk(PLAN.projection, RESULTS)
     check_gpu_jobs(workflow.dag.needrun_jobs())

@@ -1,7 +1,15 @@
 import ast
 import os
+import shutil
+from pathlib import Path
 
-from featlearn.pipeline import deps
+import pytest
+import yaml
+
+from featlearn.data import prepare
+from featlearn.pipeline import deps, planning
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_closure_follows_module_level_imports_and_packages():
@@ -96,3 +104,128 @@ def test_a_new_stamp_dates_from_its_source_so_adopting_stamps_reruns_nothing_bui
     os.utime(source, ns=(10**18, 10**18))
     deps.write_stamp(source, stamp)
     assert stamp.stat().st_mtime_ns == 10**18
+
+
+DISPATCHER = '''"""A dispatcher."""
+
+import importlib
+
+# name -> the module doing it
+DISPATCH = {
+    "a": "pkg.a",
+    "b": "pkg.b",  # b's module
+}
+
+
+def run(name):
+    return importlib.import_module(DISPATCH[name]).run()
+'''
+
+
+def test_a_dispatchers_fingerprint_leaves_out_its_tables_entries_which_have_their_own(tmp_path):
+    source = tmp_path / "d.py"
+    source.write_text(DISPATCHER)
+    code, a, b = deps.fingerprint(source), deps.entry_fingerprint(source, "a"), deps.entry_fingerprint(source, "b")
+    source.write_text(DISPATCHER.replace('    "b": "pkg.b",', '    "b": "pkg.b",\n    "c": "pkg.c",'))
+    assert (deps.fingerprint(source), deps.entry_fingerprint(source, "a"), deps.entry_fingerprint(source, "b")) == (
+        code, a, b), "adding an entry"
+    source.write_text(DISPATCHER.replace('"pkg.b",  # b\'s module', '"pkg.b2",'))
+    assert (deps.fingerprint(source), deps.entry_fingerprint(source, "a")) == (code, a)
+    assert deps.entry_fingerprint(source, "b") != b, "changing an entry"
+    source.write_text(DISPATCHER.replace(".run()", ".run(1)"))
+    assert deps.fingerprint(source) != code, "the rest of a dispatcher is its code"
+    with pytest.raises(ValueError, match="no dispatch entry 'z'"):
+        deps.entry_fingerprint(source, "z")
+
+
+def test_a_stamp_from_before_entry_stamps_keeps_its_time(tmp_path):
+    """Adopting entry stamps rewrites each dispatcher's stamp (its table left out) without making it newer than the
+    jobs built from the same source, so `--rerun-triggers mtime` finds nothing to redo; any other rewrite is new."""
+    source, stamp = tmp_path / "d.py", tmp_path / "d.py.ast"
+    source.write_text(DISPATCHER)
+    stamp.write_text(deps._fingerprint(DISPATCHER, str(source), whole=True) + "\n")
+    os.utime(stamp, ns=(10**18, 10**18))
+    deps.write_stamp(source, stamp)
+    assert stamp.read_text().strip() == deps.fingerprint(source)
+    assert stamp.stat().st_mtime_ns == 10**18
+    stamp.write_text("an older edit's fingerprint\n")
+    os.utime(stamp, ns=(10**18, 10**18))
+    deps.write_stamp(source, stamp)
+    assert stamp.stat().st_mtime_ns > 10**18
+
+
+# The dispatchers with literal tables: the package's library names, the architectures, optimizers, measurement
+# families, data blocks, and the train script's metric-steered optimizers.
+DISPATCHERS = ("featlearn", "featlearn.models", "featlearn.optim", "featlearn.metrics.measure",
+               "featlearn.data.prepare", "workflow/scripts/train.py")
+
+
+def _clear_caches() -> None:
+    for cached in (deps.direct_imports, deps._closure, deps.code_stamp, deps.entry_stamp, deps.dispatch):
+        cached.cache_clear()
+
+
+@pytest.fixture
+def code_copy(tmp_path, monkeypatch):
+    """The sources and workflow scripts copied under tmp_path, which deps reads and stamps instead of the checkout."""
+    skip = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(deps.SRC / "featlearn", tmp_path / "src" / "featlearn", ignore=skip)
+    shutil.copytree(deps.SCRIPTS, tmp_path / "workflow" / "scripts", ignore=skip)
+    monkeypatch.setattr(deps, "ROOT", tmp_path)
+    monkeypatch.setattr(deps, "SRC", tmp_path / "src")
+    monkeypatch.setattr(deps, "SCRIPTS", tmp_path / "workflow" / "scripts")
+    _clear_caches()
+    yield tmp_path
+    _clear_caches()
+
+
+def _jobs_code(root: Path) -> dict[str, tuple[set, dict[str, str]]]:
+    """Each quick job that dispatches (data, train, measure): the (dispatcher, choice) pairs its spec picks, and its
+    code inputs with their stamps' contents, as planning computes them now."""
+    _clear_caches()
+    plan = planning.Plan(yaml.safe_load((ROOT / "config.yaml").read_text()) | {"scale": "quick"})
+    jobs = {f"data {key}": ({("featlearn.data.prepare", prepare.choice(block))}, plan.data_code(block))
+            for key, block in plan.real_data.items()}
+    for e, units in plan.units.items():
+        for uid, unit in units.items():
+            if e in plan.trained:
+                optimizer = unit["train"]["optimizer"]
+                picks = {("featlearn.models", unit["model"].get("arch", "mlp")), ("featlearn.optim", optimizer),
+                         ("workflow/scripts/train.py", optimizer)}
+                jobs[f"train {e}/{uid}"] = (picks, plan.train_code(unit))
+            jobs[f"measure {e}/{uid}"] = (set(plan.kind[e].entries(unit)), plan.measure_code(e, unit))
+    return {job: (picks, {s: (root / s).read_text() for s in code}) for job, (picks, code) in jobs.items()}
+
+
+def _entry(root: Path, dispatcher: str, choice: str) -> tuple[Path, str, ast.expr]:
+    path = root / dispatcher if dispatcher.endswith(".py") else deps.module_file(dispatcher)
+    table = deps._literal_table(ast.parse(path.read_text()))
+    return path, path.read_text(), dict(zip([k.value for k in table.keys], table.values, strict=True))[choice]
+
+
+def _offset(text: str, line: int, col: int) -> int:
+    return sum(len(row) for row in text.splitlines(keepends=True)[:line - 1]) + col
+
+
+@pytest.mark.parametrize("dispatcher", DISPATCHERS)
+def test_a_new_dispatch_line_changes_no_existing_jobs_code(code_copy, dispatcher):
+    before = _jobs_code(code_copy)
+    path, text, last = _entry(code_copy, dispatcher, list(deps.dispatch(dispatcher))[-1])
+    end = _offset(text, last.end_lineno, last.end_col_offset)
+    path.write_text(f"{text[:end]}, \"added_choice\": {ast.get_source_segment(text, last)}{text[end:]}")
+    _clear_caches()
+    assert "added_choice" in deps.dispatch(dispatcher)
+    assert _jobs_code(code_copy) == before
+
+
+@pytest.mark.parametrize(("dispatcher", "choice", "donor"), [
+    ("featlearn.optim", "adam", "adamw"), ("featlearn.models", "vgg11", "mlp"),
+    ("featlearn.metrics.measure", "conv_nfa", "nfa"), ("featlearn.data.prepare", "shakespeare_char", "offline")])
+def test_changing_a_dispatch_line_changes_only_the_code_of_the_jobs_choosing_it(code_copy, dispatcher, choice, donor):
+    before = _jobs_code(code_copy)
+    path, text, value = _entry(code_copy, dispatcher, choice)
+    start, end = (_offset(text, value.lineno, value.col_offset), _offset(text, value.end_lineno, value.end_col_offset))
+    path.write_text(text[:start] + ast.get_source_segment(text, _entry(code_copy, dispatcher, donor)[2]) + text[end:])
+    after = _jobs_code(code_copy)
+    choosing = {job for job, (picks, _) in before.items() if (dispatcher, choice) in picks}
+    assert choosing and {job for job in before if after[job] != before[job]} == choosing

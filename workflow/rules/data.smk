@@ -12,13 +12,13 @@ rule synthetic_data:
     log:
         f"{RESULTS}/logs/data/{{key}}.log",
     wildcard_constraints:
-        key=one_of(SYNTHETIC_DATA),
+        key=planning.one_of(PLAN.synthetic_data),
     cache: True
     resources:
         runtime=data_request("runtime", "light"),
         mem_mb=data_request("mem_mb", "light"),
     params:
-        spec=lambda w: SYNTHETIC_DATA[w.key],
+        spec=lambda w: PLAN.synthetic_data[w.key],
     script:
         "../scripts/make_data.py"
 
@@ -27,20 +27,20 @@ rule synthetic_data:
 # A dataset that is absent stops here, naming the folder and both fixes, before anything is written.
 rule real_data:
     input:
-        lambda w: data_code(REAL_DATA[w.key]),
+        lambda w: PLAN.data_code(PLAN.real_data[w.key]),
     output:
         data=f"{RESULTS}/data/{{key}}.pt",
         usage=f"{RESULTS}/usage/data/{{key}}.json",
     log:
         f"{RESULTS}/logs/data/{{key}}.log",
     wildcard_constraints:
-        key=one_of(REAL_DATA),
+        key=planning.one_of(PLAN.real_data),
     cache: True
     resources:
         runtime=data_request("runtime", "cpu"),
         mem_mb=data_request("mem_mb", "cpu"),
     params:
-        spec=lambda w: REAL_DATA[w.key],
+        spec=lambda w: PLAN.real_data[w.key],
         warmup=REHEARSE,
     script:
         "../scripts/prepare_data.py"
@@ -50,4 +50,4 @@ rule real_data:
 # is (`snakemake datasets --cores 2 --config scale=paper download=true`), then send the rest to the cluster.
 rule datasets:
     input:
-        [data_path(p) for p in REAL_DATA.values()],
+        [PLAN.data_path(p) for p in PLAN.real_data.values()],

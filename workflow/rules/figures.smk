@@ -5,9 +5,9 @@
 
 rule figure:
     input:
-        stores=lambda w: [store_path(e) for e in figure_stores(w.paper, w.n)],
-        stamps=lambda w: [spec_stamp(e) for e in figure_stores(w.paper, w.n)],
-        code=lambda w: figure_code(w.paper, w.n),
+        stores=lambda w: [PLAN.store_path(e) for e in PLAN.figure_stores(w.paper, w.n)],
+        stamps=lambda w: [PLAN.spec_stamp(e) for e in PLAN.figure_stores(w.paper, w.n)],
+        code=lambda w: PLAN.figure_code(w.paper, w.n),
     output:
         # the report groups figures by paper (category) and figure (subcategory; zero-padded, as the report sorts
         # them as text)
@@ -31,8 +31,8 @@ rule figure:
         mem_mb=request("mem_mb", "light"),
     params:
         scale=TAG,
-        experiments=lambda w: figure_stores(w.paper, w.n),
-        specs=lambda w: {e: EXPERIMENTS[e] for e in figure_stores(w.paper, w.n)},
+        experiments=lambda w: PLAN.figure_stores(w.paper, w.n),
+        specs=lambda w: {e: PLAN.experiments[e] for e in PLAN.figure_stores(w.paper, w.n)},
     script:
         "../scripts/render.py"
 
@@ -42,7 +42,7 @@ if not REHEARSE:  # a rehearsal's figure never stands where a real one is looked
     rule alignment_shortcut:
         input:
             figure=f"{FIGURES}/alignment/fig{{n}}.pdf",
-            stamp=SCALE_STAMP,
+            stamp=planning.SCALE_STAMP,
         output:
             "figures/fig{n}.pdf",
         wildcard_constraints:
@@ -55,7 +55,7 @@ if not REHEARSE:  # a rehearsal's figure never stands where a real one is looked
     rule figure_shortcut:
         input:
             figure=f"{FIGURES}/{{paper}}/fig{{n}}.pdf",
-            stamp=SCALE_STAMP,
+            stamp=planning.SCALE_STAMP,
         output:
             "figures/{paper}/fig{n}.pdf",
         wildcard_constraints:

@@ -5,10 +5,10 @@
 
 rule measure:
     input:
-        data=lambda w: [data_path(p) for p in KIND[w.experiment].datasets(current_unit(w))],
-        run=lambda w: [run_path(w.experiment, w.unit)] if w.experiment in TRAINED else [],
-        code=lambda w: measure_code(w.experiment, current_unit(w)),
-        stamp=lambda w: spec_stamp(w.experiment),
+        data=lambda w: [PLAN.data_path(p) for p in PLAN.kind[w.experiment].datasets(current_unit(w))],
+        run=lambda w: [PLAN.run_path(w.experiment, w.unit)] if w.experiment in PLAN.trained else [],
+        code=lambda w: PLAN.measure_code(w.experiment, current_unit(w)),
+        stamp=lambda w: PLAN.spec_stamp(w.experiment),
     output:
         store=f"{RESULTS}/metrics/{{experiment}}/{{unit}}.{{spec}}.nc",
         usage=f"{RESULTS}/usage/measure/{{experiment}}/{{unit}}.{{spec}}.json",
@@ -17,7 +17,7 @@ rule measure:
     benchmark:
         f"{RESULTS}/benchmarks/measure/{{experiment}}/{{unit}}.{{spec}}.tsv"
     wildcard_constraints:
-        experiment=one_of(EXPERIMENTS),
+        experiment=planning.one_of(PLAN.experiments),
         spec="[0-9a-f]{10}",
     threads: THREADS
     resources:
@@ -36,9 +36,9 @@ rule measure:
 # Light (seconds: reading the unit stores and concatenating them): on a cluster it runs where Snakemake runs.
 rule combine:
     input:
-        parts=lambda w: [unit_store_path(w.experiment, u) for u in UNITS[w.experiment]],
-        code=lambda w: deps.job_code("combine", kind_code(w.experiment, "combine")),
-        stamp=lambda w: spec_stamp(w.experiment),
+        parts=lambda w: [PLAN.unit_store_path(w.experiment, u) for u in PLAN.units[w.experiment]],
+        code=lambda w: PLAN.combine_code(w.experiment),
+        stamp=lambda w: PLAN.spec_stamp(w.experiment),
     output:
         f"{RESULTS}/metrics/{{experiment}}.{{spec}}.nc",
     log:
@@ -46,7 +46,7 @@ rule combine:
     benchmark:
         f"{RESULTS}/benchmarks/combine/{{experiment}}.{{spec}}.tsv"
     wildcard_constraints:
-        experiment=one_of(EXPERIMENTS),
+        experiment=planning.one_of(PLAN.experiments),
         spec="[0-9a-f]{10}",
     localrule: True
     resources:
@@ -55,6 +55,6 @@ rule combine:
     params:
         experiment=current_experiment,
         scale=TAG,
-        units=lambda w: UNITS[w.experiment],
+        units=lambda w: PLAN.units[w.experiment],
     script:
         "../scripts/combine.py"

@@ -7,19 +7,15 @@
 report: "../report/workflow.rst"
 
 
-PAPERS = list(FIGURE_NUMBERS)
-CLAIM_STORES = {paper: claim_stores(paper) for paper in PAPERS}
-# What the report shows besides the figures; the `all` rule lists them so that `snakemake --report` finds them.
-REPORT_FILES = [f"{RESULTS}/claims/table.md", f"{RESULTS}/claims/claims.html"]
-# The README keeps one claims block per scale of featlearn.claims.report.README_SCALES (quick and paper); a rehearsal
-# or a smoke build leaves it alone. Each figure's experiments, for the block's line of the figures built.
-README_FIGURES = {paper: {n: FIGURE_STORES[paper, n] for n in FIGURE_NUMBERS[paper]} for paper in PAPERS}
+# The claims of each paper read the stores of PLAN.claim_stores (the experiments config.yaml defines and this machine's
+# data reaches). The README keeps one claims block per scale of featlearn.claims.report.README_SCALES (quick and
+# paper); a rehearsal or a smoke build leaves it alone.
 
 
 rule claims:
     input:
-        stores=lambda w: [store_path(e) for e in CLAIM_STORES[w.paper]],
-        stamps=lambda w: [spec_stamp(e) for e in CLAIM_STORES[w.paper]],
+        stores=lambda w: [PLAN.store_path(e) for e in PLAN.claim_stores[w.paper]],
+        stamps=lambda w: [PLAN.spec_stamp(e) for e in PLAN.claim_stores[w.paper]],
         code=deps.job_code("claims"),
     output:
         f"{RESULTS}/claims/{{paper}}.json",
@@ -28,14 +24,14 @@ rule claims:
     benchmark:
         f"{RESULTS}/benchmarks/claims/{{paper}}.tsv"
     wildcard_constraints:
-        paper="|".join(PAPERS),
+        paper="|".join(PLAN.papers),
     localrule: True
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),
     params:
-        experiments=lambda w: CLAIM_STORES[w.paper],
-        specs=lambda w: {e: EXPERIMENTS[e] for e in CLAIM_STORES[w.paper]},
+        experiments=lambda w: PLAN.claim_stores[w.paper],
+        specs=lambda w: {e: PLAN.experiments[e] for e in PLAN.claim_stores[w.paper]},
         scale=TAG,
     script:
         "../scripts/claims.py"
@@ -43,7 +39,7 @@ rule claims:
 
 rule claims_table:
     input:
-        claims=expand(f"{RESULTS}/claims/{{paper}}.json", paper=PAPERS),
+        claims=expand(f"{RESULTS}/claims/{{paper}}.json", paper=PLAN.papers),
         code=deps.job_code("claims_table"),
     output:
         table=f"{RESULTS}/claims/table.md",
@@ -65,7 +61,7 @@ rule claims_table:
 # paper block), never by `all`.
 rule readme_claims:
     input:
-        claims=expand(f"{RESULTS}/claims/{{paper}}.json", paper=PAPERS),
+        claims=expand(f"{RESULTS}/claims/{{paper}}.json", paper=PLAN.papers),
         code=deps.job_code("readme_claims"),
     output:
         f"{RESULTS}/claims/readme.stamp",
@@ -79,6 +75,6 @@ rule readme_claims:
         mem_mb=request("mem_mb", "light"),
     params:
         readme="README.md",
-        figures=README_FIGURES,
+        figures=PLAN.readme_figures,
     script:
         "../scripts/readme_claims.py"

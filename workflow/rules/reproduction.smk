@@ -3,20 +3,13 @@
 # the manifest published from a build by `publish_manifest` (run on purpose, like readme_claims, never by `all`).
 import os
 
-# Every run and store of the experiments the figures read (and this machine's data reaches), unit stores included.
-BUILT_EXPERIMENTS = [e for e in figure_experiments_of(None) if e not in UNREACHABLE]
-BUILT_FILES = [
-    *[run_path(e, u) for e in BUILT_EXPERIMENTS if e in TRAINED for u in UNITS[e]],
-    *[unit_store_path(e, u) for e in BUILT_EXPERIMENTS for u in UNITS[e]],
-    *[store_path(e) for e in BUILT_EXPERIMENTS],
-]
 PUBLISHED_MANIFEST = f"reproduction/{TAG}.json"
 
 
 rule manifest:
     input:
-        files=BUILT_FILES,
-        claims=expand(f"{RESULTS}/claims/{{paper}}.json", paper=PAPERS),
+        files=PLAN.built_files(),  # every run and store the figures read (and this machine's data reaches)
+        claims=expand(f"{RESULTS}/claims/{{paper}}.json", paper=PLAN.papers),
         code=deps.job_code("manifest"),
     output:
         f"{RESULTS}/reproduction/manifest.json",

@@ -4,16 +4,16 @@
 
 rule train:
     input:
-        data=lambda w: data_path(current_unit(w)["data"]),
-        code=lambda w: train_code(current_unit(w)),
-        stamp=lambda w: spec_stamp(w.experiment),
+        data=lambda w: PLAN.data_path(current_unit(w)["data"]),
+        code=lambda w: PLAN.train_code(current_unit(w)),
+        stamp=lambda w: PLAN.spec_stamp(w.experiment),
     output:
         run=f"{RESULTS}/runs/{{experiment}}/{{unit}}.{{spec}}.pt",
         usage=f"{RESULTS}/usage/train/{{experiment}}/{{unit}}.{{spec}}.json",
     log:
         f"{RESULTS}/logs/train/{{experiment}}/{{unit}}.{{spec}}.log",
     wildcard_constraints:
-        experiment=one_of(TRAINED),
+        experiment=planning.one_of(PLAN.trained),
         spec="[0-9a-f]{10}",
     cache: True
     threads: THREADS
@@ -25,6 +25,6 @@ rule train:
         cpus_per_task=THREADS,
     params:
         spec=current_unit,
-        checkpoint=lambda w: run_path(w.experiment, w.unit, "ckpt"),
+        checkpoint=lambda w: PLAN.run_path(w.experiment, w.unit, "ckpt"),
     script:
         "../scripts/train.py"

@@ -18,11 +18,20 @@ fingerprint of what the file does: a hash of its syntax tree without docstrings,
 reformatting leaves the stamp untouched and reruns nothing, while a real edit rewrites it and reruns every job that
 runs the file. Stamps are written while Snakemake plans the DAG, the same for every scale (code is code).
 
+A dispatcher's fingerprint leaves out the entries of its literal table: a job reads only the entry it chooses, so
+each job choosing one lists that entry's own stamp, ``results/code/dispatch/<dispatcher path>/<choice>.ast`` (a hash
+of the entry's literal; ``job_code(..., choices=...)``). Adding a line to a table then rewrites no stamp and reruns
+no existing job, and changing one reruns only the jobs choosing it. A dispatcher's code may therefore read its
+table only through the job's choice (a lookup, a membership test, an error message listing the choices): a choice
+that depends on the whole table (``data.prepare.choice``) is made while planning, so a job whose choice a new line
+changes lists another entry stamp and reruns.
+
 A few modules every job loads cannot change what it computes (``INERT``, each with the reason); they are no code
 input, so an edit to them reruns nothing. Everything else a job loads is one, and nothing it does not load is: a
 smoke-build test checks that each job's computed code equals the modules it loaded, less ``INERT``.
 
-``python -m featlearn.pipeline.deps`` prints each workflow script's closure and every dispatch entry.
+``python -m featlearn.pipeline.deps`` prints each workflow script's closure and, for every dispatcher, what picks its
+choices (the comment above its table), each entry's target, its stamp and the files it adds to a job.
 """
 
 from __future__ import annotations
@@ -32,6 +41,7 @@ import functools
 import hashlib
 import importlib
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
 from featlearn import config as fc
@@ -83,6 +93,16 @@ INERT = {
 def _table(tree: ast.Module) -> ast.expr | None:
     """The value of a module-level ``DISPATCH`` or ``KINDS`` assignment, if the module has one."""
     return assigned(tree, TABLES)
+
+
+def _literal_table(tree: ast.Module) -> ast.Dict | None:
+    """A dispatcher's table when it is a dict literal keyed by strings, whose entries each have a stamp of their own;
+    None for a module without one, or whose table is computed (the kinds': a new kind is a new module)."""
+    table = _table(tree)
+    if isinstance(table, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str)
+                                           for k in table.keys):
+        return table
+    return None
 
 
 def literal(module: str, name: str) -> object:
@@ -139,7 +159,7 @@ def direct_imports(path: Path, functions: frozenset[str] | None = None) -> froze
 
 
 def _entry_file(entry: str | Path) -> Path:
-    path = Path(entry) if str(entry).endswith(".py") else module_file(str(entry))
+    path = ROOT / entry if str(entry).endswith(".py") else module_file(str(entry))
     if path is None or not path.is_file():
         raise ValueError(f"deps: no source file for {entry!r}")
     return path.resolve()
@@ -193,32 +213,58 @@ _DEFINITIONS = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
 
 
 @functools.cache
-def _fingerprint(text: str, filename: str) -> str:
+def _fingerprint(text: str, filename: str, whole: bool = False) -> str:
+    """The hash of a source's syntax tree without docstrings and, unless ``whole``, its literal table's entries."""
     tree = ast.parse(text, filename=filename)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
         if (isinstance(node, _DEFINITIONS) and body and isinstance(body[0], ast.Expr)
                 and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str)):
             node.body = body[1:]
+    table = _literal_table(tree)
+    if table is not None and not whole:
+        table.keys, table.values = [], []
     return hashlib.sha256(ast.dump(tree).encode()).hexdigest()
 
 
 def fingerprint(path: Path) -> str:
     """A hash of what a source file does: its syntax tree without module, class and function docstrings (the tree
-    holds no comments, formatting or line numbers), so only an edit that can change a result changes it."""
+    holds no comments, formatting or line numbers), so only an edit that can change a result changes it; a
+    dispatcher's without its table's entries, which the jobs choosing them list apart (``entry_fingerprint``)."""
     return _fingerprint(path.read_text(), str(path))
 
 
-def write_stamp(source: Path, stamp: Path) -> None:
-    """Write ``source``'s fingerprint to ``stamp``, leaving the file (and its time) untouched when it is unchanged.
+def entry_fingerprint(path: Path, choice: str) -> str:
+    """A hash of one entry of a dispatcher's literal table (the choice's value as written, comments aside): what a
+    job choosing it reads of the table."""
+    table = _literal_table(ast.parse(path.read_text(), filename=str(path)))
+    values = {} if table is None else {k.value: v for k, v in zip(table.keys, table.values, strict=True)}
+    if choice not in values:
+        raise ValueError(f"deps: {path} has no dispatch entry {choice!r}; its choices: {sorted(values)}")
+    return hashlib.sha256(ast.dump(values[choice]).encode()).hexdigest()
+
+
+def write_stamp(source: Path, stamp: Path, digest: str | None = None) -> None:
+    """Write ``digest`` (by default ``source``'s fingerprint) to ``stamp``, leaving the file (and its time) untouched
+    when it is unchanged.
 
     A new stamp takes its source's time, not now: what it records changed no later than that, so adopting stamps (a
-    build from before them, a removed ``results/code/``) reruns only the jobs that the source's time says are stale."""
-    new = not stamp.exists()
-    fc.write_if_changed(stamp, fingerprint(source) + "\n")
-    if new:
-        times = source.stat()
-        os.utime(stamp, ns=(times.st_atime_ns, times.st_mtime_ns))
+    build from before them, a removed ``results/code/``) reruns only the jobs that the source's time says are stale.
+    A dispatcher's stamp written before its table's entries were left out (the whole tree's hash) keeps its time: the
+    source it recorded has not changed, so adopting entry stamps recomputes nothing."""
+    text = (fingerprint(source) if digest is None else digest) + "\n"
+    old = stamp.read_text() if stamp.exists() else None
+    if old == text:
+        return
+    if old is None:
+        kept = source.stat()
+    elif digest is None and old.strip() == _fingerprint(source.read_text(), str(source), whole=True):
+        kept = stamp.stat()
+    else:
+        kept = None
+    fc.write_if_changed(stamp, text)
+    if kept is not None:
+        os.utime(stamp, ns=(kept.st_atime_ns, kept.st_mtime_ns))
 
 
 @functools.cache
@@ -230,15 +276,35 @@ def code_stamp(source: str) -> str:
     return stamp
 
 
+def entry_stamp_path(dispatcher: str, choice: str) -> str:
+    """Where the stamp of one entry of a dispatcher's table lies: ``results/code/dispatch/<its path>/<choice>.ast``
+    (never under ``results/code/src/``, whose stamps each stand for a whole file)."""
+    return f"{STAMPS}/dispatch/{_entry_file(dispatcher).relative_to(ROOT)}/{choice}.ast"
+
+
+@functools.cache
+def entry_stamp(dispatcher: str, choice: str) -> str:
+    """The stamp standing for one entry of a dispatcher's literal table (``dispatch``), brought up to date once per
+    process: listed by each job choosing it, beside its dispatcher's stamp, which leaves the entries out."""
+    stamp = entry_stamp_path(dispatcher, choice)
+    write_stamp(_entry_file(dispatcher), ROOT / stamp, entry_fingerprint(_entry_file(dispatcher), choice))
+    return stamp
+
+
 def source_of(stamp: str) -> str:
     """The source file a code stamp stands for (the inverse of ``code_stamp``)."""
     return stamp.removeprefix(f"{STAMPS}/").removesuffix(".ast")
 
 
-def job_code(script: str, *modules: str) -> list[str]:
-    """The code inputs of a job running ``workflow/scripts/<script>.py`` that dispatches to ``modules``: the stamps
-    of ``job_sources``, so an edit reruns the job only when it changes what the code does."""
-    return [code_stamp(path) for path in job_sources(script, *modules)]
+def job_code(script: str, *modules: str, choices: Iterable[tuple[str, str]] = ()) -> list[str]:
+    """The code inputs of a job running ``workflow/scripts/<script>.py`` that imports ``modules`` and chooses
+    ``choices`` ((dispatcher, choice) pairs of literal tables, each reaching its target module): the stamps of
+    ``job_sources``, so an edit reruns the job only when it changes what the code does, then each choice's
+    ``entry_stamp``, so the table's other lines never rerun it."""
+    choices = list(choices)
+    targets = [dispatch(dispatcher)[choice] for dispatcher, choice in choices]
+    return [*(code_stamp(path) for path in job_sources(script, *modules, *targets)),
+            *(entry_stamp(dispatcher, choice) for dispatcher, choice in choices)]
 
 
 @functools.cache
@@ -256,19 +322,37 @@ def dispatch(module: str) -> dict[str, str]:
     return {choice: target if isinstance(target, str) else target["module"] for choice, target in table.items()}
 
 
+def _purpose(path: Path) -> str:
+    """What a dispatcher's table says of itself: the comment right above it (what picks a choice, where it goes), else
+    its module's docstring's first line."""
+    lines = path.read_text().splitlines()
+    tree = ast.parse("\n".join(lines))
+    above = []
+    for line in reversed(lines[:_table(tree).lineno - 1]):
+        if not line.lstrip().startswith("#"):
+            break
+        above.insert(0, line.strip().lstrip("#").strip())
+    return " ".join(above) or (ast.get_docstring(tree) or "").split("\n")[0]
+
+
 def main() -> None:
-    """Print each workflow script's code and each dispatch entry's extra modules."""
+    """Print each workflow script's code, then each dispatcher: what picks its choices, and each entry's target, its
+    stamp and the files it adds to a job choosing it."""
     for script in sorted(SCRIPTS.glob("*.py")):
         print(f"{script.stem}:")
         for path in job_sources(script.stem):
             print(f"  {path}")
     dispatchers = sorted(str(p.relative_to(SRC).with_suffix("")).replace("/", ".").removesuffix(".__init__")
                          for p in (SRC / PACKAGE).rglob("*.py") if _table(ast.parse(p.read_text())) is not None)
-    for module in [*dispatchers, str(SCRIPTS / "train.py")]:
+    for module in [*dispatchers, str(SCRIPTS.relative_to(ROOT) / "train.py")]:
+        path = _entry_file(module)
+        literal_table = _literal_table(ast.parse(path.read_text())) is not None
+        print(f"\n{module}: {_purpose(path)}")
         for choice, target in dispatch(module).items():
-            print(f"{module} dispatch {choice!r} adds:")
-            for path in sorted(set(closure(target)) - set(closure(module))):
-                print(f"  {path}")
+            stamp = f"entry stamp {entry_stamp_path(module, choice)}" if literal_table else "a computed table"
+            print(f"  {choice!r} -> {target} ({stamp}), adds:")
+            for added in sorted(set(closure(target)) - set(closure(module))):
+                print(f"    {added}")
 
 
 if __name__ == "__main__":
