@@ -2,7 +2,8 @@
 only its own optimizer's module, so an SLO edit never reruns a GPT job (``featlearn.pipeline.deps``); the table is also
 the list of names config.yaml may use (``featlearn.pipeline.validation`` writes it into the schema).
 
-Adding an optimizer: write its module and add one line to ``DISPATCH``. The module imports torch only inside its
+Adding an optimizer: write its module and add one line to ``DISPATCH`` (a new line reruns no existing job,
+``featlearn.pipeline.deps``). The module imports torch only inside its
 functions (the Snakefile runs ``check`` while planning, without torch; an optimizer class of its own goes in a module
 that ``make`` imports, as ``slo`` imports ``speed_limited``) and exposes
 
