@@ -1,14 +1,18 @@
-"""The one Jacobian routine: ∂f_j/∂z at every sample, for every output j, by one backward pass per output.
+"""The one way Jacobians are taken: ∂f_j/∂z at every sample, for every output j, from backward passes of sums over
+samples.
 
 Samples do not interact in these networks (no BatchNorm; attention mixes positions of one sequence only), so the
 gradient of Σ_α f_j(x_α) with respect to an intermediate z (a zero shift added to a pre-activation, or a layer's own
 output) holds ∂f_j(x_α)/∂z(x_α) at every sample α at once: c backward passes in all, never a loop over samples.
-Every measurement reads its Jacobians through ``output_gradients``:
+Every measurement takes its Jacobians this way:
 
-* ``layer_jacobians``: J_ℓ[α, j, :] = ∂f_j(x_α)/∂h_ℓ(x_α) of an MLP's hidden pre-activations (alignment paper);
-* ``metrics.model_nfa.covariances``, the one K sum of the library API and of the MLP, conv and attention families
-  (``mlp_nfa``, ``conv_nfa`` for Fig 2C, ``attention_nfa`` for Fig 2D's exact form): ∂f_j/∂(each layer's output);
-  ``metrics.tangent``: δ = ∂f/∂(each nn.Linear output), the factor of the tangent features (docs/figures/tangent.md);
+* ``layer_jacobians`` (through ``output_gradients``, one pass per output): J_ℓ[α, j, :] = ∂f_j(x_α)/∂h_ℓ(x_α) of an
+  MLP's hidden pre-activations (alignment paper);
+* ``metrics.k_sum.covariances``, the one K sum of the library API and of the MLP, conv and attention families
+  (``mlp_nfa``, ``conv_nfa`` for Fig 2C, ``attention_nfa`` for Fig 2D's exact form): ∂f_j/∂(each layer's output),
+  the passes batched over outputs (``is_grads_batched``), and in the library's sum started from the readout's input
+  where f is a Linear readout's (``readout``);
+* ``metrics.tangent``: δ = ∂f/∂(each nn.Linear output), the factor of the tangent features (docs/figures/tangent.md);
 * ``metrics.collapse_measure.preactivation_jacobians`` (the collapse head's J_ℓ) keeps its own loop for now: that
   module is being retuned elsewhere.
 """
@@ -26,7 +30,7 @@ def output_gradients(
 ) -> Iterator[tuple[torch.Tensor, ...]]:
     """For each output j of ``out`` (n, c) in turn: the gradients of Σ_α out[α, j] with respect to every tensor of
     ``wrt`` (each shaped like the intermediate it shifts, samples first). The graph is kept until the last output.
-    ``allow_unused``: zeros for a tensor the outputs do not depend on (a layer of any nn.Module, ``model_nfa``)."""
+    ``allow_unused``: zeros for a tensor the outputs do not depend on (a layer of any nn.Module)."""
     c = out.shape[1]
     for j in range(c):
         yield torch.autograd.grad(out[:, j].sum(), wrt, retain_graph=j < c - 1, allow_unused=allow_unused,

@@ -2,7 +2,8 @@
 
 Every measured layer computes h = W p (+ b) at every sample and position, p its input (a conv's unfolded patch, a
 token), W the matrix that ``Layer.matrix`` returns. A zero tensor added to h and differentiated against gives ∂f/∂h
-at every sample and position at once (``jacobians``), hence K and the AGOP WᵀKW with respect to p (``model_nfa``).
+at every sample and position at once (``jacobians``), hence K (``k_sum``) and the AGOP WᵀKW with respect to p
+(``model_nfa``).
 
 Found: nn.Linear; any other module with a 2-D ``weight`` that computes x Wᵀ + b or x W + b (transformers' ``Conv1D``
 in GPT-2, weight stored in×out), recognised by trying it on a random input rather than by its class;
@@ -17,9 +18,10 @@ convs, recurrent layers, embeddings, nn.Bilinear, and 2-D-weight modules that co
 
 from __future__ import annotations
 
+import functools
 import inspect
 from collections.abc import Callable, Collection, Iterable, Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 
 import torch
@@ -207,6 +209,12 @@ def select(model: nn.Module, found: list[Layer], skipped: dict[str, str],
     return [layer for layer in found if layer.name in names]
 
 
+@functools.cache
+def _attention_signature() -> inspect.Signature:
+    """F.multi_head_attention_forward's signature, read once (inspect takes ~1 ms a time)."""
+    return inspect.signature(F.multi_head_attention_forward)
+
+
 class _ProjectionShifts(TorchFunctionMode):
     """Adds zero shifts to the q, k, v projections inside F.multi_head_attention_forward, which nn.MultiheadAttention
     calls with its weights rather than through submodules: the call is rerun on the projections already made (and
@@ -217,7 +225,7 @@ class _ProjectionShifts(TorchFunctionMode):
         super().__init__()
         self.prefixes = {id(mha.out_proj.weight): prefix for mha, prefix in prefixes.items()}
         self.add = add
-        self.signature = inspect.signature(F.multi_head_attention_forward)
+        self.signature = _attention_signature()
 
     def __torch_function__(self, func: Callable, types: tuple, args: tuple = (), kwargs: dict | None = None) -> object:
         kwargs = kwargs or {}
@@ -275,10 +283,13 @@ def output_shifts(model: nn.Module, layers: list[Layer]) -> Iterator[Callable[[o
             else:
                 stack.callback(module.register_forward_hook(output_hook(layer.site, False)).remove)
 
+        # the mode only where attention may run (its per-call overhead is Python's, ~1 µs an operation)
+        mode = any(isinstance(module, nn.MultiheadAttention) for module in model.modules())
+
         def run(x: object) -> tuple[object, Shifts, Shifts]:
             shifts.clear()
             values.clear()
-            with _ProjectionShifts(attention, add):
+            with _ProjectionShifts(attention, add) if mode else nullcontext():
                 out = model(x)
             return out, dict(shifts), dict(values)
 

@@ -1,26 +1,17 @@
 """The papers' NFA measurements on any nn.Module: per layer, the NFM, the AGOP and the UC/C-NFC (``featlearn.
-measure_nfa``), computed by the pipeline's own functions (``nfa``). Its K sum, ``covariances`` (K̄ too, against an
-init model), is the pipeline's only one: the MLP, conv and attention families (``mlp_nfa``, ``conv_nfa``,
-``attention_nfa``) call it on their models, so the API and the stores cannot drift apart.
+measure_nfa``), computed by the pipeline's own functions (``nfa``) from the one K sum, ``k_sum.covariances``, which
+the MLP, conv and attention families (``mlp_nfa``, ``conv_nfa``, ``attention_nfa``) call on their models too, so the
+API and the stores cannot drift apart. The library takes the sum's fast float64 products (``gram.fast``); the
+pipeline's families keep the pinned ones their published stores were computed with.
 
-For every layer of ``layers.find_layers``, h = W p at every sample and position p, and
-
-    K = (1/n) Σ_samples Σ_positions Σ_outputs (∂f_j/∂h)(∂f_j/∂h)ᵀ,   AGOP = WᵀKW = (1/n) Σ Σ Σ (∂f_j/∂p)(∂f_j/∂p)ᵀ,
-
-the pipeline's convention for MLPs, conv layers in patch space and attention projections. Gradients come from zero
-shifts on the layer outputs: one backward pass of Σ_samples f_j gives ∂f_j/∂h at every sample of a batch, and
-batched backward passes (``is_grads_batched``) take a chunk of outputs (or Gaussian probes) at a time, the chunk
-sized so that its gradients fit ``CHUNK_BYTES``. That needs samples that do not interact: the model runs in eval
-mode (BatchNorm on its running statistics, dropout off), and before measuring, one sample of a small batch is
-changed to check that no other sample's output or layer output moves (``_sample_dims``); a model that fails is
-refused, not measured wrong.
+K, its conventions and the checks (samples must not interact) are ``k_sum``'s and ``interaction``'s; ``covariances``
+and ``logits`` are importable from here too, as the families call ``model_nfa.covariances``.
 """
 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable, Collection, Iterator
-from contextlib import ExitStack, contextmanager
+from collections.abc import Collection
 
 import numpy as np
 import torch
@@ -28,333 +19,15 @@ import xarray as xr
 from torch import nn
 
 from featlearn.metrics import nfa
-from featlearn.metrics.layers import Layer, Shifts, output_shifts, scan, select
+from featlearn.metrics.interaction import Outputs
+from featlearn.metrics.k_sum import checked_init, checked_x, chosen_layers, covariances, k_sums, listed, logits
+from featlearn.metrics.layers import Layer
 
-Outputs = Callable[[object], torch.Tensor]
-Covariances = dict[str, torch.Tensor]
-Run = Callable[[object], tuple[object, Shifts, Shifts]]
+__all__ = ["LONG_NAMES", "agop", "covariances", "logits", "measure_nfa"]
 LONG_NAMES = nfa.LONG_NAMES | {
     "nfm": "NFM WᵀW",
     "agop": "AGOP WᵀKW with respect to the layer input",
 }
-# Bytes for one chunk of batched backward passes (the gradients of every shift for each output of the chunk, their
-# backward temporaries and one site's float64 copy). Fixed, not sized from the free memory, so that results do not
-# depend on the machine; a chunk holds at least one output.
-CHUNK_BYTES = 1 << 28
-# Samples the interaction check runs on (a small batch: two forward passes of it).
-CHECK_SAMPLES = 16
-# Bytes of the float64 rows one product of ``_accumulate`` converts at a time.
-ROW_BYTES = 1 << 24
-INTERACTION = ("the model mixes samples (BatchNorm without running statistics, batch centring or normalisation, "
-               "attention over the batch dimension), or x's samples are not on dimension {dim}. K sums per-sample "
-               "gradients over a whole batch, so this would be measured wrong: pass sample_dim= the dimension of x "
-               "holding the samples (1 for a sequence-first (T, N, …) input), or measure a model whose samples are "
-               "independent (BatchNorm with running statistics, in eval mode)")
-
-
-def logits(out: object) -> torch.Tensor:
-    """The network's outputs f: the tensor a model returns, a Hugging Face output's ``logits``, or a tuple's first."""
-    if isinstance(out, torch.Tensor):
-        return out
-    if hasattr(out, "logits"):
-        return out.logits
-    if isinstance(out, tuple | list):
-        return out[0]
-    raise TypeError(f"cannot read the outputs from a {type(out).__name__}; pass output=, a function returning them")
-
-
-@contextmanager
-def _measuring(model: nn.Module) -> Iterator[None]:
-    """Eval mode and gradients on, then every module's own mode back."""
-    modes = {module: module.training for module in model.modules()}
-    model.eval()
-    try:
-        with torch.enable_grad():
-            yield
-    finally:
-        for module, training in modes.items():
-            module.training = training
-
-
-def _checked_x(x: object, batch_size: int, probes: int | None, sample_dim: int) -> tuple[torch.Tensor, int]:
-    """x (an inference tensor copied, so autograd may save it) and its sample dimension, or an error naming the
-    argument and the fix."""
-    if torch.is_inference_mode_enabled():
-        raise RuntimeError("measure_nfa needs autograd and was called inside torch.inference_mode(): call it outside "
-                           "that block (inside torch.no_grad() is fine: it turns gradients back on itself)")
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"x= must be a tensor of samples (n, …), not a {type(x).__name__}; for inputs the model takes "
-                        "otherwise, wrap the model in a module taking one tensor")
-    if x.dim() == 0:
-        raise ValueError("x= is a 0-d tensor: pass a batch of samples (n, …), x[None] for a single sample")
-    if isinstance(sample_dim, bool) or not isinstance(sample_dim, int) or not -x.dim() <= sample_dim < x.dim():
-        raise ValueError(f"sample_dim= must be a dimension of x (shape {tuple(x.shape)}); got {sample_dim!r}")
-    sample_dim %= x.dim()
-    if x.shape[sample_dim] == 0:
-        raise ValueError(f"x= has no samples (shape {tuple(x.shape)}, sample_dim={sample_dim}): pass at least one")
-    if probes is not None and (isinstance(probes, bool) or not isinstance(probes, int) or probes < 1):
-        raise ValueError(f"probes= must be a positive number of Gaussian probes, or None for the exact sum over "
-                         f"outputs; got {probes!r}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size= must be a positive number of samples per forward pass; got {batch_size!r}")
-    return (x.clone() if x.is_inference() else x), sample_dim
-
-
-def _checked_init(model: nn.Module, init: nn.Module, layers: list[Layer]) -> None:
-    """An error naming the layer unless ``init`` has every layer of ``model`` with a W of the same shape."""
-    fix = "init= must be the same network (architecture and widths) at initialization, e.g. a copy.deepcopy(model) " \
-          "taken before training"
-    for layer in layers:
-        try:
-            w0 = layer.matrix(init)
-        except AttributeError:
-            raise ValueError(f"init= has no module {layer.path!r} (layer {layer.name!r} of the model): {fix}") from None
-        w = layer.matrix(model)
-        if w0.shape != w.shape:
-            raise ValueError(f"init=: layer {layer.name!r} has W of shape {tuple(w.shape)} in the model but "
-                             f"{tuple(w0.shape)} in init: {fix}")
-
-
-def _changed(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
-    """Where b differs from a beyond rounding (bool, a's shape)."""
-    if not a.is_floating_point():
-        return a != b
-    scale = float(a.abs().max()) if a.numel() else 0.0
-    return (a - b).abs() > 1e3 * torch.finfo(a.dtype).eps * scale
-
-
-def _following(changed: torch.Tensor, b: int, blocks: bool) -> list[int]:
-    """The dimensions along which ``changed`` has the b samples' rows (or, with ``blocks``, b equal blocks of rows,
-    a (b·T, …) flattening) and changes in sample 0's alone."""
-    dims = []
-    for d, size in enumerate(changed.shape):
-        if size == b or (blocks and size and size % b == 0):
-            rows = changed.movedim(d, 0).reshape(size, -1).any(1)
-            if not rows[size // b:].any():
-                dims.append(d)
-    return dims
-
-
-def _sample_dims(run: Run, x: torch.Tensor, sample_dim: int, output: Outputs) -> int:
-    """The dimension of f holding the samples, after checking that samples do not interact: sample 0 of a small
-    batch is replaced by another sample, and no other sample's rows of f or of a measured layer's output may change.
-    An error says which output failed and why; where no two samples differ (or on the meta device) only the sizes
-    are checked."""
-    b = min(x.shape[sample_dim], CHECK_SAMPLES)
-    batch = x.narrow(sample_dim, 0, b)
-    pool = x.narrow(sample_dim, 0, min(x.shape[sample_dim], 4 * CHECK_SAMPLES))
-    first = pool.select(sample_dim, 0)
-    other = None if x.is_meta else next((j for j in range(1, pool.shape[sample_dim])
-                                         if not torch.equal(pool.select(sample_dim, j), first)), None)
-    returned, _, values = run(batch)
-    f = output(returned).detach()
-    where = f"the {b} samples given (dimension {sample_dim} of x, shape {tuple(x.shape)})"
-    if f.dim() == 0:
-        raise ValueError("output= gave a scalar; it must give the outputs f with one row per sample, (n, …)")
-    sized = [d for d, size in enumerate(f.shape) if size == b]
-    if not sized:
-        raise ValueError(f"the outputs f have shape {tuple(f.shape)}, no dimension of {where}: is x one unbatched "
-                         "sample? Pass x[None] for one sample, or sample_dim= the dimension of x holding the samples")
-    preferred = [d for d in dict.fromkeys((sample_dim, 0, *sized)) if d in sized]
-    if other is None:
-        return preferred[0]
-    values = {site: [v.detach() for v in each] for site, each in values.items()}
-    moved = batch.clone()
-    moved.select(sample_dim, 0).copy_(pool.select(sample_dim, other))
-    returned2, _, values2 = run(moved)
-    for site, each in values.items():  # in call order: the first layer that mixes samples is named
-        for h, h2 in zip(each, values2[site]):
-            if not _following(_changed(h, h2.detach()), b, blocks=True):
-                raise ValueError(f"samples interact at layer {site!r}: changing sample 0 of x changed other samples' "
-                                 f"rows of its output (shape {tuple(h.shape)}): " + INTERACTION.format(dim=sample_dim))
-    follows = _following(_changed(f, output(returned2).detach()), b, blocks=False)
-    if not follows:
-        raise ValueError(f"samples interact: changing sample 0 of x changed other samples' outputs f (shape "
-                         f"{tuple(f.shape)}): " + INTERACTION.format(dim=sample_dim))
-    return next(d for d in preferred if d in follows) if set(preferred) & set(follows) else follows[0]
-
-
-def _chunk(wrts: list[list[torch.Tensor]], outputs: int, chunk_bytes: int) -> int:
-    """Outputs (or probes) per batched backward pass: per output, every shift's gradient and as much again for the
-    backward's temporaries, for each model, and the largest site's float64 copy, within ``chunk_bytes``."""
-    per_output = sum(2 * t.numel() * t.element_size() for wrt in wrts for t in wrt)
-    per_output += 8 * max((t.numel() for t in wrts[0]), default=0)
-    return max(1, min(outputs, chunk_bytes // max(per_output, 1)))
-
-
-def _batched_grads(out: torch.Tensor, wrt: list[torch.Tensor], v: torch.Tensor,
-                   retain: bool) -> tuple[torch.Tensor, ...]:
-    """∂⟨v_i, out⟩/∂wrt for every row v_i of v, (len(v), *wrt's shape) each: one batched backward pass, or one pass
-    per row where an operation of the graph has no batched backward."""
-    try:
-        if len(v) == 1:  # vmap's overhead, for nothing
-            grads = tuple(None if g is None else g[None]
-                          for g in torch.autograd.grad(out, wrt, v[0], retain_graph=retain, allow_unused=True))
-        else:
-            grads = torch.autograd.grad(out, wrt, v, retain_graph=True, allow_unused=True, is_grads_batched=True)
-    except RuntimeError:
-        rows = [torch.autograd.grad(out, wrt, row, retain_graph=retain or i < len(v) - 1, allow_unused=True)
-                for i, row in enumerate(v)]
-        grads = tuple(None if row[0] is None else torch.stack(row) for row in zip(*rows))
-    return tuple(torch.zeros((len(v), *w.shape), dtype=w.dtype, device=w.device) if g is None else g
-                 for g, w in zip(grads, wrt))
-
-
-def _passes(outs: list[torch.Tensor], wrts: list[list[torch.Tensor]], probes: int | None, generator: torch.Generator,
-            chunk_bytes: int = CHUNK_BYTES) -> Iterator[tuple[tuple[torch.Tensor, ...], ...]]:
-    """Per chunk of outputs j (or probes u), the gradients of every model's outputs ``outs`` (samples first) with
-    respect to its ``wrts``, batched over the chunk (B, *shift's shape), each model given the same j or u (so that an
-    init model's gradients subtract from the trained one's). Exact: of Σ_samples f_j for each output j of the
-    flattened outputs. Probes: of Σ uᵀf with u ~ N(0, I) drawn on the CPU in turn, M times; E[uuᵀ] = I makes their
-    K unbiased (``attention_nfa``'s estimator for the GPT's T·V logits)."""
-    if any(out.shape != outs[0].shape for out in outs):
-        raise ValueError(f"the model and init give outputs of shapes {[tuple(out.shape) for out in outs]}: init= must "
-                         "be the same network at initialization")
-    shape, dtype, device = outs[0].shape, outs[0].dtype, outs[0].device
-    count = outs[0][0].numel() if probes is None else probes
-    step = _chunk(wrts, count, chunk_bytes)
-    flat = [out.reshape(len(out), -1) for out in outs] if probes is None else outs
-    for start in range(0, count, step):
-        size = min(step, count - start)
-        if probes is None:
-            v = torch.zeros((size, shape[0], count), dtype=dtype, device=device)
-            picks = torch.arange(size, device=device)
-            v[picks, :, picks + start] = 1
-        else:
-            v = torch.stack([torch.randn(shape, generator=generator, dtype=dtype) for _ in range(size)]).to(device)
-        last = start + size >= count
-        yield tuple(_batched_grads(out, wrt, v, not last) for out, wrt in zip(flat, wrts))
-
-
-def _add(ks: Covariances, layer: Layer, g: torch.Tensor) -> None:
-    """K += Σ g gᵀ over every output, sample and position of one site's batched gradient g (B, *site's shape), in
-    float64, on the layer's rows (``_accumulate``). The layer's feature dimension is moved first as a view, (features,
-    rows); a conv's channels are copied there first, as its tall product runs ~1.5× faster that way."""
-    dim = layer.dim % (g.dim() - 1) + 1
-    if dim == g.dim() - 1:
-        flat = g[..., layer.rows]
-        flat = flat.reshape(-1, flat.shape[-1]).T
-    else:
-        flat = g.movedim(dim, 0)[layer.rows]
-        flat = flat.reshape(len(flat), -1)
-    if layer.name not in ks:
-        ks[layer.name] = torch.zeros(len(flat), len(flat), dtype=torch.float64, device=flat.device)
-    _accumulate(ks[layer.name], flat)
-
-
-def _accumulate(k: torch.Tensor, flat: torch.Tensor) -> None:
-    """The upper triangle of K += A Aᵀ (A = ``flat``, (features, rows)) in float64: A converted ``ROW_BYTES`` of rows at
-    a time (no float64 copy of the whole chunk) and, past 128 features, in up to four blocks of rows of K, each
-    multiplied only from its diagonal on (62% of the products at four). ``_symmetric`` fills the lower triangle."""
-    features = len(flat)
-    blocks = max(1, min(4, features // 64))
-    edges = [features * i // blocks for i in range(blocks + 1)]
-    step = max(1, ROW_BYTES // (8 * features))
-    for start in range(0, flat.shape[1], step):
-        a = flat[:, start:start + step].to(torch.float64)
-        for lo, hi in zip(edges[:-1], edges[1:]):
-            k[lo:hi, lo:].addmm_(a[lo:hi], a[lo:].T)
-
-
-def _symmetric(k: torch.Tensor) -> torch.Tensor:
-    """K from its upper triangle (``_accumulate``), in place."""
-    lower = torch.ones_like(k, dtype=torch.bool).tril_(-1)
-    return k.copy_(torch.where(lower, k.T, k))
-
-
-def _run(run: Run, batch: torch.Tensor, sites: Collection[str], output: Outputs,
-         dims: tuple[int, int]) -> tuple[torch.Tensor, list[str], list[torch.Tensor]]:
-    """One forward pass: f with its samples first, and the site of every shift with the shifts, in call order."""
-    returned, shifts, _ = run(batch)
-    missing = set(sites) - set(shifts)
-    if missing:
-        raise ValueError(f"layers {sorted(missing)} did not run in the forward pass; leave them out (layers=)")
-    calls = [(site, shift) for site, each in shifts.items() for shift in each]
-    f, (sample_dim, out_dim) = output(returned), dims
-    if f.dim() <= out_dim or f.shape[out_dim] != batch.shape[sample_dim]:
-        raise ValueError(f"the outputs f of a batch of {batch.shape[sample_dim]} samples have shape {tuple(f.shape)}, "
-                         f"not one row per sample along dimension {out_dim} as on the first batch")
-    return f.movedim(out_dim, 0), [site for site, _ in calls], [shift for _, shift in calls]
-
-
-def _add_batch(sums: list[Covariances], runs: list[Run], batch: torch.Tensor, by_site: dict[str, list[Layer]],
-               probes: int | None, generator: torch.Generator, output: Outputs, dims: tuple[int, int],
-               chunk_bytes: int) -> None:
-    """K (sums[0]) and, with an init model's run, K̄ (sums[1]) over one batch. A function of its own so that the
-    batch's graph, shifts and gradients are freed before the next batch's forward pass (``mlp_nfa``'s memory plan)."""
-    outs, sites, wrts = zip(*(_run(run, batch, by_site, output, dims) for run in runs))
-    if any(s != sites[0] for s in sites):
-        raise ValueError("the model and init call their layers in different orders: init= must be the same network")
-    # unpacked: no chunk held past the next
-    for now, *then in _passes(list(outs), list(wrts), probes, generator, chunk_bytes):
-        for i, (site, g) in enumerate(zip(sites[0], now)):
-            diff = g - then[0][i] if then else None
-            for layer in by_site[site]:
-                _add(sums[0], layer, g)
-                if diff is not None:
-                    _add(sums[1], layer, diff)
-
-
-def _covariances(model: nn.Module, x: torch.Tensor, layers: list[Layer], init: nn.Module | None, batch_size: int,
-                 probes: int | None, generator: torch.Generator | None, output: Outputs,
-                 sample_dim: int, chunk_bytes: int = CHUNK_BYTES) -> list[Covariances]:
-    """[K] of every layer over the samples x, or [K, K̄] with ``init``; (k_{ℓ+1}, k_{ℓ+1}) float64 on x's device."""
-    generator = torch.Generator().manual_seed(0) if generator is None else generator
-    if init is not None:
-        _checked_init(model, init, layers)
-    by_site: dict[str, list[Layer]] = {}
-    for layer in layers:
-        by_site.setdefault(layer.site, []).append(layer)
-    models = [model] if init is None else [model, init]
-    sums: list[Covariances] = [{} for _ in models]
-    with ExitStack() as stack:
-        for net in models:
-            stack.enter_context(_measuring(net))
-        runs = [stack.enter_context(output_shifts(net, layers)) for net in models]
-        dims = (sample_dim, _sample_dims(runs[0], x, sample_dim, output))
-        for batch in x.split(batch_size, dim=sample_dim):
-            _add_batch(sums, runs, batch, by_site, probes, generator, output, dims, chunk_bytes)
-    scale = x.shape[sample_dim] * (probes or 1)
-    ks = [{name: _symmetric(k).div_(scale) for name, k in each.items()} for each in sums]
-    for each in ks:  # a layer whose site never gave a gradient (no chunk ran) has K = 0
-        for layer in layers:
-            if layer.name not in each:
-                rows = layer.matrix(model).shape[0]
-                each[layer.name] = torch.zeros(rows, rows, dtype=torch.float64, device=x.device)
-    return ks
-
-
-def _layers(model: nn.Module, layers: Collection[str] | None, warn: bool) -> tuple[list[Layer], dict[str, str]]:
-    """The layers to measure, and the modules with weights left unmeasured, announced in one warning if ``warn``."""
-    found, skipped = scan(model)
-    chosen = select(model, found, skipped, layers)
-    if warn and layers is None and skipped:
-        warnings.warn("measure_nfa does not measure these layers:\n" + _listed(skipped), stacklevel=3)
-    return chosen, skipped
-
-
-def _listed(notes: dict[str, str]) -> str:
-    return "\n".join(f"  {name}: {why}" for name, why in notes.items())
-
-
-def covariances(model: nn.Module, x: torch.Tensor, layers: Collection[str] | None = None, *,
-                init: nn.Module | None = None, batch_size: int = 256, probes: int | None = None,
-                generator: torch.Generator | None = None, output: Outputs = logits,
-                sample_dim: int = 0, chunk_bytes: int = CHUNK_BYTES) -> tuple[Covariances, Covariances | None]:
-    """K = (1/n) Σ g gᵀ, g = ∂f/∂h (float64, on x's device), of every layer of ``model`` over the samples ``x``, by
-    layer name, and with ``init`` (the same network at initialization) K̄ from g − g₀, g₀ init's gradient of the same
-    output j (or probe u) at the same sample and position; None in its place without. The one K sum of the library
-    and of the pipeline's families (``mlp_nfa``, ``conv_nfa``, ``attention_nfa``).
-
-    ``batch_size``: samples per forward pass; their graph is held through all its backward passes. ``chunk_bytes``:
-    what one batched backward pass's gradients may take (0: one output or probe per pass, the memory ``mlp_nfa``'s
-    plan counts). Other options as ``measure_nfa``; the probes are drawn per batch, so their K depends on
-    ``batch_size`` as well as the seed.
-    """
-    x, sample_dim = _checked_x(x, batch_size, probes, sample_dim)
-    found, _ = _layers(model, layers, warn=False)
-    ks = _covariances(model, x, found, init, batch_size, probes, generator, output, sample_dim, chunk_bytes)
-    return ks[0], ks[1] if init is not None else None
 
 
 def agop(model: nn.Module, x: torch.Tensor, layers: Collection[str] | None = None, *, batch_size: int = 256,
@@ -362,9 +35,9 @@ def agop(model: nn.Module, x: torch.Tensor, layers: Collection[str] | None = Non
          sample_dim: int = 0) -> dict[str, torch.Tensor]:
     """The AGOP WᵀKW (float64, on x's device) of every layer of ``model`` over the samples ``x`` (n, …), by layer
     name; ``layers`` picks some by name. Options as ``measure_nfa``."""
-    x, sample_dim = _checked_x(x, batch_size, probes, sample_dim)
-    found, _ = _layers(model, layers, warn=True)
-    (ks,) = _covariances(model, x, found, None, batch_size, probes, generator, output, sample_dim)
+    x, sample_dim = checked_x(x, batch_size, probes, sample_dim)
+    found, _ = chosen_layers(model, layers, warn=True)
+    (ks,) = k_sums(model, x, found, None, batch_size, probes, generator, output, sample_dim, fast=True)
     return {layer.name: nfa.agop(layer.matrix(model), ks[layer.name]) for layer in found}
 
 
@@ -438,11 +111,11 @@ def measure_nfa(model: nn.Module, x: torch.Tensor, init: nn.Module | None = None
     pipeline's stores'. Where a result is NaN for a reason (a zero AGOP, an init equal to the model), a warning and
     ``attrs["notes"]`` say which layers and why.
     """
-    x, sample_dim = _checked_x(x, batch_size, probes, sample_dim)
-    found, skipped = _layers(model, layers, warn=True)
+    x, sample_dim = checked_x(x, batch_size, probes, sample_dim)
+    found, skipped = chosen_layers(model, layers, warn=True)
     if init is not None:
-        _checked_init(model, init, found)
-    (ks,) = _covariances(model, x, found, None, batch_size, probes, generator, output, sample_dim)
+        checked_init(model, init, found)
+    (ks,) = k_sums(model, x, found, None, batch_size, probes, generator, output, sample_dim, fast=True)
     conventions = list(nfa.CONVENTIONS)
     rows: dict[str, list] = {name: [] for name in ("uc_nfc", "c_nfc", "ratio_c_uc", "dw_rel")}
     arrays, notes = {}, {}
@@ -476,7 +149,7 @@ def measure_nfa(model: nn.Module, x: torch.Tensor, init: nn.Module | None = None
     ds = ds.assign(arrays)
     told = {", ".join(names): why for why, names in notes.values()}
     if told:
-        warnings.warn("measure_nfa: some results are NaN or zero, and why:\n" + _listed(told), stacklevel=2)
+        warnings.warn("measure_nfa: some results are NaN or zero, and why:\n" + listed(told), stacklevel=2)
     ds.attrs.update(k_normalization="K = (1/n) Σ_samples Σ_positions Σ_outputs g gᵀ, g = ∂f/∂h; AGOP = WᵀKW",
                     k_samples=x.shape[sample_dim], sample_dim=sample_dim,
                     k_estimator="exact" if probes is None else f"{probes} Gaussian probes",

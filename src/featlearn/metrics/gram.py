@@ -1,0 +1,60 @@
+"""K += A Aᵀ in float64, for the K sum (``k_sum``): A holds one site's gradients, (features, rows), rows being every
+output, sample and position of a chunk of batched backward passes.
+
+Two products, equal to rounding (relative ~1e-16) but not bitwise:
+
+* pinned (``k_sum.covariances``' default, the pipeline's families): blocks of addmm_ in a fixed order, the upper
+  triangle only, then ``symmetric``. The published stores were computed with it, so it must not change.
+* fast (``measure_nfa``, ``agop``): on the CPU, numpy's matmul of a block and its own transpose, which numpy hands to
+  BLAS's symmetric rank-k update (syrk): half the products of a full one, and torch exposes none. It runs in numpy's
+  BLAS, so its threads follow OPENBLAS_NUM_THREADS (or OMP_NUM_THREADS), not torch.set_num_threads. On other devices
+  a full addmm_.
+"""
+
+from __future__ import annotations
+
+import torch
+
+# Bytes of the float64 rows one product of ``pinned`` converts at a time.
+ROW_BYTES = 1 << 24
+# Bytes of the float64 block one syrk of ``fast`` takes: small enough to stay in a core's cache (1,024 rows of 256
+# features).
+FAST_BYTES = 1 << 21
+# Fewest columns per syrk block, so that a site with very many features still multiplies in tall blocks.
+FAST_MIN_COLUMNS = 256
+
+
+def pinned(k: torch.Tensor, flat: torch.Tensor) -> None:
+    """The upper triangle of K += A Aᵀ (A = ``flat``, (features, rows)) in float64: A converted ``ROW_BYTES`` of rows at
+    a time (no float64 copy of the whole chunk) and, past 128 features, in up to four blocks of rows of K, each
+    multiplied only from its diagonal on (62% of the products at four). ``symmetric`` fills the lower triangle."""
+    features = len(flat)
+    blocks = max(1, min(4, features // 64))
+    edges = [features * i // blocks for i in range(blocks + 1)]
+    step = max(1, ROW_BYTES // (8 * features))
+    for start in range(0, flat.shape[1], step):
+        a = flat[:, start:start + step].to(torch.float64)
+        for lo, hi in zip(edges[:-1], edges[1:]):
+            k[lo:hi, lo:].addmm_(a[lo:hi], a[lo:].T)
+
+
+def symmetric(k: torch.Tensor) -> torch.Tensor:
+    """K from its upper triangle (``pinned``), in place."""
+    lower = torch.ones_like(k, dtype=torch.bool).tril_(-1)
+    return k.copy_(torch.where(lower, k.T, k))
+
+
+def fast(k: torch.Tensor, flat: torch.Tensor) -> None:
+    """All of K += A Aᵀ (A = ``flat``, (features, rows)) in float64, ``FAST_BYTES`` of float64 columns at a time: on
+    the CPU one syrk per block through numpy (``k`` updated through its numpy view), elsewhere an addmm_."""
+    step = max(FAST_MIN_COLUMNS, FAST_BYTES // (8 * len(flat)))
+    cpu = k.device.type == "cpu"
+    target = k.numpy() if cpu else k
+    for start in range(0, flat.shape[1], step):
+        a = flat[:, start:start + step].to(torch.float64)
+        if cpu:
+            block = a.numpy()
+            target += block @ block.T  # the same buffer and its transpose: numpy calls syrk
+        else:
+            k.addmm_(a, a.T)
+

@@ -1,0 +1,84 @@
+"""The check that a model's samples do not interact, which the K sum (``k_sum``) needs: one backward pass of
+Σ_samples f_j gives every sample's own ∂f_j/∂h only if no sample's outputs depend on another's inputs.
+
+Before measuring, sample 0 of a small batch is replaced by another sample, and no other sample's rows of f or of a
+measured layer's output may change; a model that fails (BatchNorm on batch statistics, batch centring, attention over
+the batch dimension) is refused with the layer that mixed samples, not measured wrong.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from featlearn.metrics.layers import Shifts
+
+Outputs = Callable[[object], torch.Tensor]
+Run = Callable[[object], tuple[object, Shifts, Shifts]]
+# Samples the check runs on (a small batch: two forward passes of it).
+CHECK_SAMPLES = 16
+INTERACTION = ("the model mixes samples (BatchNorm without running statistics, batch centring or normalisation, "
+               "attention over the batch dimension), or x's samples are not on dimension {dim}. K sums per-sample "
+               "gradients over a whole batch, so this would be measured wrong: pass sample_dim= the dimension of x "
+               "holding the samples (1 for a sequence-first (T, N, …) input), or measure a model whose samples are "
+               "independent (BatchNorm with running statistics, in eval mode)")
+
+
+def _changed(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Where b differs from a beyond rounding (bool, a's shape)."""
+    if not a.is_floating_point():
+        return a != b
+    scale = float(a.abs().max()) if a.numel() else 0.0
+    return (a - b).abs() > 1e3 * torch.finfo(a.dtype).eps * scale
+
+
+def _following(changed: torch.Tensor, b: int, blocks: bool) -> list[int]:
+    """The dimensions along which ``changed`` has the b samples' rows (or, with ``blocks``, b equal blocks of rows,
+    a (b·T, …) flattening) and changes in sample 0's alone."""
+    dims = []
+    for d, size in enumerate(changed.shape):
+        if size == b or (blocks and size and size % b == 0):
+            rows = changed.movedim(d, 0).reshape(size, -1).any(1)
+            if not rows[size // b:].any():
+                dims.append(d)
+    return dims
+
+
+@torch.no_grad()
+def sample_dims(run: Run, x: torch.Tensor, sample_dim: int, output: Outputs) -> int:
+    """The dimension of f holding the samples, after checking that samples do not interact (the module's docstring).
+    An error says which output failed and why; where no two samples differ (or on the meta device) only the sizes
+    are checked. Without gradients: its forward passes build no graph."""
+    b = min(x.shape[sample_dim], CHECK_SAMPLES)
+    batch = x.narrow(sample_dim, 0, b)
+    pool = x.narrow(sample_dim, 0, min(x.shape[sample_dim], 4 * CHECK_SAMPLES))
+    first = pool.select(sample_dim, 0)
+    other = None if x.is_meta else next((j for j in range(1, pool.shape[sample_dim])
+                                         if not torch.equal(pool.select(sample_dim, j), first)), None)
+    returned, _, values = run(batch)
+    f = output(returned).detach()
+    where = f"the {b} samples given (dimension {sample_dim} of x, shape {tuple(x.shape)})"
+    if f.dim() == 0:
+        raise ValueError("output= gave a scalar; it must give the outputs f with one row per sample, (n, …)")
+    sized = [d for d, size in enumerate(f.shape) if size == b]
+    if not sized:
+        raise ValueError(f"the outputs f have shape {tuple(f.shape)}, no dimension of {where}: is x one unbatched "
+                         "sample? Pass x[None] for one sample, or sample_dim= the dimension of x holding the samples")
+    preferred = [d for d in dict.fromkeys((sample_dim, 0, *sized)) if d in sized]
+    if other is None:
+        return preferred[0]
+    values = {site: [v.detach() for v in each] for site, each in values.items()}
+    moved = batch.clone()
+    moved.select(sample_dim, 0).copy_(pool.select(sample_dim, other))
+    returned2, _, values2 = run(moved)
+    for site, each in values.items():  # in call order: the first layer that mixes samples is named
+        for h, h2 in zip(each, values2[site]):
+            if not _following(_changed(h, h2.detach()), b, blocks=True):
+                raise ValueError(f"samples interact at layer {site!r}: changing sample 0 of x changed other samples' "
+                                 f"rows of its output (shape {tuple(h.shape)}): " + INTERACTION.format(dim=sample_dim))
+    follows = _following(_changed(f, output(returned2).detach()), b, blocks=False)
+    if not follows:
+        raise ValueError(f"samples interact: changing sample 0 of x changed other samples' outputs f (shape "
+                         f"{tuple(f.shape)}): " + INTERACTION.format(dim=sample_dim))
+    return next(d for d in preferred if d in follows) if set(preferred) & set(follows) else follows[0]
