@@ -7,14 +7,14 @@ SCIENCE = """
 import sys, tempfile, torch
 from pathlib import Path
 import featlearn, featlearn.claims, featlearn.figures.alignment.fig1, featlearn.metrics.measure
-from featlearn.rfm.deep_rfm import deep_rfm
+from featlearn import DeepRFM
 from featlearn.train import train
 from featlearn.hooks import Hooks, current
 assert current() == Hooks()
 g = torch.Generator().manual_seed(0)
 x, labels = torch.randn(40, 5, generator=g), torch.arange(40) % 2
-ds = deep_rfm(x, labels, depth=2, gram_per_class=3, gram_layers=(1,), generator=g, width=16)
-assert torch.isfinite(torch.tensor(ds["nc1"].values)).all()
+rfm = DeepRFM(depth=2, gram_per_class=3, gram_layers=(1,), width=16, random_state=0).fit(x, labels)
+assert torch.isfinite(torch.as_tensor(rfm.metrics_["nc1"])).all()
 spec = {"seed": 0, "model": {"widths": [8], "activation": "relu", "init_scales": [1.0], "init_convention": "torch_std",
                               "readout_scale": 1.0},
         "train": {"optimizer": "gd", "lr": 0.1, "steps": 3, "measure_every": 1}}
