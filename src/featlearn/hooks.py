@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -49,8 +49,8 @@ class Hooks:
     tick: Callable[..., None] = _nothing
     available_bytes: Callable[[Any], int] = _unbounded
     check_fits: Callable[[float, Any, str, str], None] = _nothing
-    save: Callable[[dict, str | Path], None] = field(default=_save)
-    load: Callable[[str | Path], dict] = field(default=_load)
+    save: Callable[[dict, str | Path], None] = _save
+    load: Callable[[str | Path], dict] = _load
 
 
 _installed = Hooks()
