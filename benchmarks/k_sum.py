@@ -1,4 +1,4 @@
-"""featlearn's K sum against torch.func and batched autograd, at 1, 10 and 100 outputs, on the CPU.
+"""featlearn's K sum against torch.func and batched autograd, at 1, 10 and 100 outputs, on the CPU or a GPU.
 
 The Fig 8 MLP (n = 256, d = 32, two hidden layers of 256, ReLU, float32): K = (1/n) Σ_samples Σ_outputs g gᵀ,
 g = ∂f_j/∂h, of both hidden layers in float64, by
@@ -10,12 +10,13 @@ g = ∂f_j/∂h, of both hidden layers in float64, by
 All are checked equal (relative 1e-10) first. Then rounds: each route once per round, in an order rotated from
 round to round, timed by the process's CPU time (``time.process_time``: time another job holds the core is not
 counted) and by the wall clock. Per round, the best reference's time over featlearn's; the table gives the median
-over rounds and the range.
+over rounds and the range. With ``--device cuda`` each route ends with a synchronisation and the wall clock is the
+one to read (the CPU time is the host's).
 
 torch and numpy's BLAS (where featlearn's float64 product runs on the CPU, ``gram.fast``) both get ``--threads``:
 OPENBLAS_NUM_THREADS is set before numpy loads.
 
-Run: ``python benchmarks/k_sum.py [--threads N] [--rounds R] [--outputs 1 10 100]``.
+Run: ``python benchmarks/k_sum.py [--threads N] [--rounds R] [--outputs 1 10 100] [--device cuda]``.
 """
 
 import os
@@ -46,7 +47,8 @@ def _k(jacs: list[torch.Tensor], n: int) -> list[torch.Tensor]:
 
 
 def _zeros(model: MLP, n: int) -> list[torch.Tensor]:
-    return [torch.zeros(n, layer.out_features) for layer in model.hidden]
+    device = model.layers[0].weight.device
+    return [torch.zeros(n, layer.out_features, device=device) for layer in model.hidden]
 
 
 def _names(model: MLP) -> list[str]:
@@ -79,7 +81,7 @@ def grads_batched(model: MLP, x: torch.Tensor) -> list[torch.Tensor]:
     shifts = [s.requires_grad_() for s in _zeros(model, len(x))]
     out = model(x, shifts)
     c = out.shape[1]
-    v = torch.eye(c)[:, None, :].expand(c, len(x), c)
+    v = torch.eye(c, device=out.device)[:, None, :].expand(c, len(x), c)
     return _k(torch.autograd.grad(out, shifts, v, is_grads_batched=True), len(x))
 
 
@@ -87,10 +89,11 @@ ROUTES = {"featlearn": featlearn_fast, "featlearn pinned": featlearn_pinned, "vm
           "jacrev of the sum": jacrev_of_sum, "is_grads_batched": grads_batched}
 
 
-def mlp(outputs: int) -> tuple[MLP, torch.Tensor]:
-    """The Fig 8 MLP with ``outputs`` outputs and its n = 256 inputs."""
+def mlp(outputs: int, device: str = "cpu") -> tuple[MLP, torch.Tensor]:
+    """The Fig 8 MLP with ``outputs`` outputs and its n = 256 inputs, on ``device``."""
     g = torch.Generator().manual_seed(outputs)
-    return init_mlp(MLP(32, [256, 256], out=outputs), [1.0, 1.0], g), torch.randn(256, 32, generator=g)
+    model, x = init_mlp(MLP(32, [256, 256], out=outputs), [1.0, 1.0], g), torch.randn(256, 32, generator=g)
+    return model.to(device), x.to(device)
 
 
 def check(model: MLP, x: torch.Tensor) -> None:
@@ -107,11 +110,18 @@ def rounds(model: MLP, x: torch.Tensor, count: int) -> dict[str, list[tuple[floa
     times: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
     for r in range(count + 1):
         for name in names[r % len(names):] + names[:r % len(names)]:
+            _sync(x)
             cpu, wall = time.process_time(), time.perf_counter()
             ROUTES[name](model, x)
+            _sync(x)
             if r:
                 times[name].append((time.process_time() - cpu, time.perf_counter() - wall))
     return times
+
+
+def _sync(x: torch.Tensor) -> None:
+    if x.is_cuda:
+        torch.cuda.synchronize(x.device)
 
 
 def ratios(times: dict[str, list[tuple[float, float]]], clock: int, rivals: tuple[str, ...]) -> list[float]:
@@ -124,12 +134,12 @@ def _cell(values: list[float]) -> str:
     return f"{statistics.median(values):.2f}× [{min(values):.2f}–{max(values):.2f}]"
 
 
-def table(outputs: list[int], count: int) -> None:
+def table(outputs: list[int], count: int, device: str = "cpu") -> None:
     print("| outputs | " + " | ".join(f"{name} (CPU ms)" for name in ROUTES) + " | best reference / featlearn, "
           "CPU | same, wall | per reference, CPU |")
     print("|---" * (len(ROUTES) + 4) + "|")
     for c in outputs:
-        model, x = mlp(c)
+        model, x = mlp(c, device)
         check(model, x)
         times = rounds(model, x, count)
         cells = " | ".join(f"{1e3 * statistics.median(t[0] for t in times[name]):.1f}" for name in ROUTES)
@@ -143,11 +153,13 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=1, help="torch's and numpy's BLAS threads (default 1)")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--outputs", type=int, nargs="+", default=[1, 10, 100])
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), OPENBLAS_NUM_THREADS="
+    where = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else "CPU"
+    print(f"torch {torch.__version__}, {where}, {torch.get_num_threads()} thread(s), OPENBLAS_NUM_THREADS="
           f"{os.environ['OPENBLAS_NUM_THREADS']}, {args.rounds} rounds, load average {os.getloadavg()[0]:.1f}")
-    table(args.outputs, args.rounds)
+    table(args.outputs, args.rounds, args.device)
 
 
 if __name__ == "__main__":
