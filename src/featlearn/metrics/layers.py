@@ -283,13 +283,11 @@ def output_shifts(model: nn.Module, layers: list[Layer]) -> Iterator[Callable[[o
             else:
                 stack.callback(module.register_forward_hook(output_hook(layer.site, False)).remove)
 
-        # the mode only where attention may run (its per-call overhead is Python's, ~1 µs an operation)
-        mode = any(isinstance(module, nn.MultiheadAttention) for module in model.modules())
-
         def run(x: object) -> tuple[object, Shifts, Shifts]:
             shifts.clear()
             values.clear()
-            with _ProjectionShifts(attention, add) if mode else nullcontext():
+            # the mode only where a measured attention runs (its per-call overhead is Python's, ~1 µs an operation)
+            with _ProjectionShifts(attention, add) if attention else nullcontext():
                 out = model(x)
             return out, dict(shifts), dict(values)
 
