@@ -52,7 +52,7 @@ def _zeros(model: MLP, n: int) -> list[torch.Tensor]:
 
 
 def _names(model: MLP) -> list[str]:
-    return [f"layers.{i}" for i in range(len(model.hidden))]
+    return [f"layers.{i}" for i in range(len(model.layers) - 1)]  # not model.hidden: slicing a Sequential is slow
 
 
 def featlearn_fast(model: MLP, x: torch.Tensor) -> list[torch.Tensor]:

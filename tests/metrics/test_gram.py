@@ -26,3 +26,20 @@ def test_the_pinned_product_fills_the_upper_triangle_and_symmetric_the_rest():
     k = torch.zeros(200, 200, dtype=torch.float64)
     gram.pinned(k, a)
     assert torch.allclose(gram.symmetric(k), a.double() @ a.double().T, rtol=1e-13, atol=1e-10)
+
+
+def test_zeros_and_ones_are_counted_exactly_in_float32():
+    a = (torch.randn(300, 5000, generator=torch.Generator().manual_seed(3)) > 0.3).float()  # ReLU's derivatives
+    k = torch.ones(300, 300, dtype=torch.float64)
+    assert gram.zero_one(k, a)
+    assert torch.equal(k, 1 + a.double() @ a.double().T)  # integer counts: no rounding at all
+
+
+def test_anything_but_zeros_and_ones_is_left_to_the_float64_product():
+    a = (torch.randn(30, 40, generator=torch.Generator().manual_seed(4)) > 0).float()
+    k = torch.zeros(30, 30, dtype=torch.float64)
+    for entry in (0.5, -1.0, float("nan"), 2.0):
+        other = a.clone()
+        other[3, 7] = entry
+        assert not gram.zero_one(k, other)
+    assert not k.any()

@@ -7,7 +7,7 @@ import torch
 from torch import nn
 from torch.func import jacrev
 
-from featlearn.metrics import k_sum, readout
+from featlearn.metrics import gram, k_sum, readout
 
 F64 = torch.float64
 TOL = 1e-10
@@ -79,6 +79,18 @@ def test_mlp_last_hidden_layer_in_closed_form_the_others_from_the_readout_input(
     _assert_ks(model, _inputs(9, 5), ["0", "2", "4"])
     # three batches, each: passes from z, the readout's own K, the closed form of "2"
     assert taken == {"from_z": 3, "own": 3, "elementwise": 3}
+
+
+@pytest.mark.parametrize(("activation", "zero_one"), [(nn.ReLU, True), (nn.GELU, False)])
+def test_one_output_takes_the_closed_form_exact_in_float32_for_relu(taken, monkeypatch, activation, zero_one):
+    """ReLU's derivatives are zeros and ones: their Σ d dᵀ is counted in float32 (``gram.zero_one``), GELU's not."""
+    counted = []
+    product = gram.zero_one
+    monkeypatch.setattr(gram, "zero_one", lambda k, flat: counted.append(product(k, flat)) or counted[-1])
+    torch.manual_seed(5)
+    model = nn.Sequential(nn.Linear(5, 7), activation(), nn.Linear(7, 6), activation(), nn.Linear(6, 1))
+    _assert_ks(model, _inputs(9, 5, seed=6), ["0", "2"])
+    assert taken["elementwise"] == 3 and counted == [zero_one] * 3
 
 
 def test_more_outputs_than_readout_inputs_pass_through_the_r_of_its_qr(taken):

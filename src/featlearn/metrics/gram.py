@@ -9,6 +9,8 @@ Two products, equal to rounding (relative ~1e-16) but not bitwise:
   BLAS's symmetric rank-k update (syrk): half the products of a full one, and torch exposes none. It runs in numpy's
   BLAS, so its threads follow OPENBLAS_NUM_THREADS (or OMP_NUM_THREADS), not torch.set_num_threads. On other devices
   a full addmm_.
+
+``zero_one`` is the exact shortcut for A of zeros and ones (ReLU's derivatives in ``readout``'s closed form).
 """
 
 from __future__ import annotations
@@ -65,3 +67,18 @@ def fast(k: torch.Tensor, flat: torch.Tensor) -> None:
         rows_first = block.numpy()
         np.matmul(rows_first.T, rows_first, out=product)  # the same buffer and its transpose: numpy calls syrk
         target += product
+
+
+def zero_one(k: torch.Tensor, flat: torch.Tensor) -> bool:
+    """K += A Aᵀ (A = ``flat``, (features, rows)) where A holds only zeros and ones, in float32: every entry of the
+    product is a count of rows, exact in float32 below 2^24, so K gets what a float64 product gives (~2.5× faster on
+    the CPU, through numpy's syrk). False, K untouched, for any other A."""
+    if not flat.is_floating_point() or flat.shape[1] >= 1 << 24 or bool((flat * (1 - flat)).any()):
+        return False
+    if k.device.type != "cpu":
+        a = flat.to(torch.float32)
+        k.add_(a @ a.T)
+        return True
+    rows_first = flat.T.to(torch.float32).contiguous().numpy()
+    k.add_(torch.from_numpy(np.matmul(rows_first.T, rows_first)))  # the same buffer and its transpose: syrk
+    return True
