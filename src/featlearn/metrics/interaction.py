@@ -1,9 +1,9 @@
 """The check that a model's samples do not interact, which the K sum (``k_sum``) needs: one backward pass of
 Σ_samples f_j gives every sample's own ∂f_j/∂h only if no sample's outputs depend on another's inputs.
 
-Before measuring, sample 0 of a small batch is replaced by another sample, and no other sample's rows of f or of a
-measured layer's output may change; a model that fails (BatchNorm on batch statistics, batch centring, attention over
-the batch dimension) is refused with the layer that mixed samples, not measured wrong.
+Before measuring, sample 0 of a small batch is replaced by another sample, and no other sample's rows of f may
+change; a model that fails (BatchNorm on batch statistics, batch centring, attention over the batch dimension) is
+refused, naming the first measured layer whose output changed in other samples' rows, not measured wrong.
 """
 
 from __future__ import annotations
@@ -48,8 +48,9 @@ def _following(changed: torch.Tensor, b: int, blocks: bool) -> list[int]:
 @torch.no_grad()
 def sample_dims(run: Run, x: torch.Tensor, sample_dim: int, output: Outputs) -> int:
     """The dimension of f holding the samples, after checking that samples do not interact (the module's docstring).
-    An error says which output failed and why; where no two samples differ (or on the meta device) only the sizes
-    are checked. Without gradients: its forward passes build no graph."""
+    An error says which output failed and why, naming the first measured layer that mixed samples; the layers are
+    compared only then (f alone decides: K needs f's rows to follow the samples). Where no two samples differ (or on
+    the meta device) only the sizes are checked. Without gradients: its forward passes build no graph."""
     b = min(x.shape[sample_dim], CHECK_SAMPLES)
     batch = x.narrow(sample_dim, 0, b)
     pool = x.narrow(sample_dim, 0, min(x.shape[sample_dim], 4 * CHECK_SAMPLES))
@@ -68,17 +69,16 @@ def sample_dims(run: Run, x: torch.Tensor, sample_dim: int, output: Outputs) -> 
     preferred = [d for d in dict.fromkeys((sample_dim, 0, *sized)) if d in sized]
     if other is None:
         return preferred[0]
-    values = {site: [v.detach() for v in each] for site, each in values.items()}
     moved = batch.clone()
     moved.select(sample_dim, 0).copy_(pool.select(sample_dim, other))
     returned2, _, values2 = run(moved)
+    follows = _following(_changed(f, output(returned2).detach()), b, blocks=False)
+    if follows:
+        return next(d for d in preferred if d in follows) if set(preferred) & set(follows) else follows[0]
     for site, each in values.items():  # in call order: the first layer that mixes samples is named
         for h, h2 in zip(each, values2[site]):
-            if not _following(_changed(h, h2.detach()), b, blocks=True):
+            if not _following(_changed(h.detach(), h2.detach()), b, blocks=True):
                 raise ValueError(f"samples interact at layer {site!r}: changing sample 0 of x changed other samples' "
                                  f"rows of its output (shape {tuple(h.shape)}): " + INTERACTION.format(dim=sample_dim))
-    follows = _following(_changed(f, output(returned2).detach()), b, blocks=False)
-    if not follows:
-        raise ValueError(f"samples interact: changing sample 0 of x changed other samples' outputs f (shape "
-                         f"{tuple(f.shape)}): " + INTERACTION.format(dim=sample_dim))
-    return next(d for d in preferred if d in follows) if set(preferred) & set(follows) else follows[0]
+    raise ValueError(f"samples interact: changing sample 0 of x changed other samples' outputs f (shape "
+                     f"{tuple(f.shape)}): " + INTERACTION.format(dim=sample_dim))
