@@ -199,6 +199,11 @@ def test_samples_that_interact_are_refused_with_the_reason():
 
     with pytest.raises(ValueError, match="samples interact at layer 'fc'"):
         agop(Centred(), torch.randn(6, 4))
+    # in half precision too, whose rounding unit (bfloat16's 0.0078) is coarser than what the interaction moves
+    for dtype in (torch.bfloat16, torch.float16):
+        net = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6, track_running_stats=False), nn.Linear(6, 2))
+        with pytest.raises(ValueError, match="samples interact"):
+            agop(net.to(dtype), torch.randn(10, 4, dtype=dtype))
     # BatchNorm with running statistics, in train mode: measured in eval mode, where samples are independent
     bn = nn.Sequential(nn.Linear(4, 6), nn.BatchNorm1d(6), nn.Linear(6, 2)).train()
     assert set(agop(bn, torch.randn(10, 4))) == {"0", "2"} and bn.training
