@@ -140,7 +140,8 @@ def test_agop_creates_every_tensor_on_the_inputs_device(probes):
     inputs' or come back on the wrong device: the CPU's stand-in for a GPU run."""
     conv = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU(), nn.Flatten(), nn.Linear(4 * 6 * 6, 3))
     attention = nn.TransformerEncoder(nn.TransformerEncoderLayer(8, 2, 16, batch_first=True), 1)
-    for model, x in ((conv, torch.randn(5, 3, 8, 8)), (attention, torch.randn(3, 4, 8))):
+    mlp = nn.Sequential(nn.Linear(4, 6), nn.ReLU(), nn.Linear(6, 3))  # the readout's shortcuts, ReLU's closed form
+    for model, x in ((conv, torch.randn(5, 3, 8, 8)), (attention, torch.randn(3, 4, 8)), (mlp, torch.randn(5, 4))):
         found = agop(model.to("meta"), x.to("meta"), probes=probes)
         assert found and {g.device.type for g in found.values()} == {"meta"}
         # K and K̄ against an init network, the pipeline's path (``covariances``)

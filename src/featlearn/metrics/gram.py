@@ -72,8 +72,8 @@ def fast(k: torch.Tensor, flat: torch.Tensor) -> None:
 def zero_one(k: torch.Tensor, flat: torch.Tensor) -> bool:
     """K += A Aᵀ (A = ``flat``, (features, rows)) where A holds only zeros and ones, in float32: every entry of the
     product is a count of rows, exact in float32 below 2^24, so K gets what a float64 product gives (~2.5× faster on
-    the CPU, through numpy's syrk). False, K untouched, for any other A."""
-    if not flat.is_floating_point() or flat.shape[1] >= 1 << 24 or bool((flat * (1 - flat)).any()):
+    the CPU, through numpy's syrk). False, K untouched, for any other A, or one on the meta device (no values)."""
+    if flat.is_meta or not flat.is_floating_point() or flat.shape[1] >= 1 << 24 or bool((flat * (1 - flat)).any()):
         return False
     if k.device.type != "cpu":
         a = flat.to(torch.float32)
