@@ -47,20 +47,23 @@ def symmetric(k: torch.Tensor) -> torch.Tensor:
     return k.copy_(torch.where(lower, k.T, k))
 
 
-def fast(k: torch.Tensor, flat: torch.Tensor) -> None:
-    """All of K += A Aᵀ (A = ``flat``, (features, rows)) in float64, ``FAST_BYTES`` of float64 columns at a time: on
-    the CPU one syrk per block through numpy, into buffers reused from block to block (fresh ones would cost their
-    page faults, ~0.5 ms a call at 2,560 rows of 256), and added to ``k`` through its numpy view; elsewhere an
-    addmm_."""
+def fast(k: torch.Tensor, flat: torch.Tensor, dtype: torch.dtype = torch.float64) -> None:
+    """All of K += A Aᵀ (A = ``flat``, (features, rows)), ``FAST_BYTES``' worth of columns at a time, each block's
+    product in ``dtype`` (float64; float32 only where it is exact, ``zero_one``) and summed into K: on the CPU one syrk
+    per block through numpy, into buffers reused from block to block (fresh ones would cost their page faults, ~0.5 ms
+    a call at 2,560 rows of 256), and added to ``k`` through its numpy view; elsewhere a matmul."""
     features, rows = flat.shape
     step = max(FAST_MIN_COLUMNS, FAST_BYTES // (8 * features))
     if k.device.type != "cpu":
         for start in range(0, rows, step):
-            a = flat[:, start:start + step].to(torch.float64)
-            k.addmm_(a, a.T)
+            a = flat[:, start:start + step].to(dtype)
+            if dtype == k.dtype:
+                k.addmm_(a, a.T)
+            else:
+                k.add_(a @ a.T)
         return
-    target, product = k.numpy(), np.empty((features, features))
-    buffer = torch.empty((min(step, rows), features), dtype=torch.float64)  # a block's rows, each a column of A
+    buffer = torch.empty((min(step, rows), features), dtype=dtype)  # a block's rows, each a column of A
+    target, product = k.numpy(), np.empty((features, features), dtype=buffer.numpy().dtype)
     for start in range(0, rows, step):
         block = buffer[:min(step, rows - start)]
         block.copy_(flat[:, start:start + step].T)
@@ -70,15 +73,11 @@ def fast(k: torch.Tensor, flat: torch.Tensor) -> None:
 
 
 def zero_one(k: torch.Tensor, flat: torch.Tensor) -> bool:
-    """K += A Aᵀ (A = ``flat``, (features, rows)) where A holds only zeros and ones, in float32: every entry of the
-    product is a count of rows, exact in float32 below 2^24, so K gets what a float64 product gives (~2.5× faster on
-    the CPU, through numpy's syrk). False, K untouched, for any other A, or one on the meta device (no values)."""
-    if flat.is_meta or not flat.is_floating_point() or flat.shape[1] >= 1 << 24 or bool((flat * (1 - flat)).any()):
+    """K += A Aᵀ (A = ``flat``, (features, rows)) where A holds only zeros and ones: ``fast`` in float32, whose every
+    block product is a count of at most a block's rows (far below float32's exact 2^24), summed into K in float64, so
+    K gets what the float64 product gives, ~2.5× faster on the CPU. False, K untouched, for any other A, or one on the
+    meta device (no values)."""
+    if flat.is_meta or not flat.is_floating_point() or bool((flat * (1 - flat)).any()):
         return False
-    if k.device.type != "cpu":
-        a = flat.to(torch.float32)
-        k.add_(a @ a.T)
-        return True
-    rows_first = flat.T.to(torch.float32).contiguous().numpy()
-    k.add_(torch.from_numpy(np.matmul(rows_first.T, rows_first)))  # the same buffer and its transpose: syrk
+    fast(k, flat, torch.float32)
     return True
