@@ -9,14 +9,20 @@ g = ∂f_j/∂h, of both hidden layers in float64, by
   K = JᵀJ/n in float64.
 All are checked equal (relative 1e-10) first. Then rounds: each route once per round, in an order rotated from
 round to round, timed by the process's CPU time (``time.process_time``: time another job holds the core is not
-counted) and by the wall clock. Per round, the best reference's time over featlearn's; the table gives the median
-over rounds and the range. With ``--device cuda`` each route ends with a synchronisation and the wall clock is the
-one to read (the CPU time is the host's).
+counted) and by the wall clock. Two ratios: per round, the fastest reference's time over featlearn's (the median over
+rounds and the range: the luckiest of three draws against one, the stricter), and the best reference route's median
+time over featlearn's. With ``--device cuda`` each route ends with a synchronisation and the wall clock is the one to
+read (the CPU time is the host's).
+
+Page faults per call (the median minor faults, featlearn's and the references') are printed beside: on the CPU a
+fault on freshly mapped memory costs microseconds, and how many a route takes depends on what glibc kept from the
+route before it. ``GLIBC_TUNABLES=glibc.malloc.mmap_threshold=268435456:glibc.malloc.trim_threshold=1073741824``
+(set before Python starts) keeps freed memory for reuse, so that no route faults and the times are the compute's.
 
 torch and numpy's BLAS (where featlearn's float64 product runs on the CPU, ``gram.fast``) both get ``--threads``:
 OPENBLAS_NUM_THREADS is set before numpy loads.
 
-Run: ``python benchmarks/k_sum.py [--threads N] [--rounds R] [--outputs 1 10 100] [--device cuda]``.
+Run: ``[GLIBC_TUNABLES=…] python benchmarks/k_sum.py [--threads N] [--rounds R] [--outputs 1 10 100] [--device cuda]``.
 """
 
 import os
@@ -25,6 +31,7 @@ import sys
 os.environ["OPENBLAS_NUM_THREADS"] = sys.argv[sys.argv.index("--threads") + 1] if "--threads" in sys.argv else "1"
 
 import argparse  # noqa: E402 (numpy's BLAS reads its thread count when numpy loads)
+import resource  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
@@ -104,18 +111,23 @@ def check(model: MLP, x: torch.Tensor) -> None:
             assert float((k - ref).detach().norm() / ref.norm()) < 1e-10, name
 
 
-def rounds(model: MLP, x: torch.Tensor, count: int) -> dict[str, list[tuple[float, float]]]:
-    """(CPU seconds, wall seconds) of every route in each of ``count`` rounds, after one warm-up round."""
+def _faults() -> int:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def rounds(model: MLP, x: torch.Tensor, count: int) -> dict[str, list[tuple[float, float, int]]]:
+    """(CPU seconds, wall seconds, minor page faults) of every route in each of ``count`` rounds, after one warm-up
+    round."""
     names = list(ROUTES)
-    times: dict[str, list[tuple[float, float]]] = {name: [] for name in names}
+    times: dict[str, list[tuple[float, float, int]]] = {name: [] for name in names}
     for r in range(count + 1):
         for name in names[r % len(names):] + names[:r % len(names)]:
             _sync(x)
-            cpu, wall = time.process_time(), time.perf_counter()
+            faults, cpu, wall = _faults(), time.process_time(), time.perf_counter()
             ROUTES[name](model, x)
             _sync(x)
             if r:
-                times[name].append((time.process_time() - cpu, time.perf_counter() - wall))
+                times[name].append((time.process_time() - cpu, time.perf_counter() - wall, _faults() - faults))
     return times
 
 
@@ -124,10 +136,14 @@ def _sync(x: torch.Tensor) -> None:
         torch.cuda.synchronize(x.device)
 
 
-def ratios(times: dict[str, list[tuple[float, float]]], clock: int, rivals: tuple[str, ...]) -> list[float]:
+def ratios(times: dict[str, list[tuple[float, float, int]]], clock: int, rivals: tuple[str, ...]) -> list[float]:
     """Per round: the fastest of ``rivals`` over featlearn, on one clock (0: CPU, 1: wall)."""
     ours = times["featlearn"]
     return [min(times[name][r][clock] for name in rivals) / ours[r][clock] for r in range(len(ours))]
+
+
+def _median(times: dict[str, list[tuple[float, float, int]]], name: str, column: int) -> float:
+    return statistics.median(t[column] for t in times[name])
 
 
 def _cell(values: list[float]) -> str:
@@ -135,17 +151,20 @@ def _cell(values: list[float]) -> str:
 
 
 def table(outputs: list[int], count: int, device: str = "cpu") -> None:
-    print("| outputs | " + " | ".join(f"{name} (CPU ms)" for name in ROUTES) + " | best reference / featlearn, "
-          "CPU | same, wall | per reference, CPU |")
-    print("|---" * (len(ROUTES) + 4) + "|")
+    print("| outputs | " + " | ".join(f"{name} (CPU ms)" for name in ROUTES) + " | best reference / featlearn per "
+          "round, CPU | same, wall | best reference's median / featlearn's, CPU | per reference, CPU | page faults "
+          "per call: featlearn; references |")
+    print("|---" * (len(ROUTES) + 6) + "|")
     for c in outputs:
         model, x = mlp(c, device)
         check(model, x)
         times = rounds(model, x, count)
-        cells = " | ".join(f"{1e3 * statistics.median(t[0] for t in times[name]):.1f}" for name in ROUTES)
+        cells = " | ".join(f"{1e3 * _median(times, name, 0):.1f}" for name in ROUTES)
+        best = min(_median(times, name, 0) for name in REFERENCES) / _median(times, "featlearn", 0)
         each = ", ".join(f"{statistics.median(ratios(times, 0, (name,))):.2f}×" for name in REFERENCES)
+        faults = ", ".join(f"{_median(times, name, 2):.0f}" for name in REFERENCES)
         print(f"| {c} | {cells} | {_cell(ratios(times, 0, REFERENCES))} | {_cell(ratios(times, 1, REFERENCES))} | "
-              f"{each} |", flush=True)
+              f"{best:.2f}× | {each} | {_median(times, 'featlearn', 2):.0f}; {faults} |", flush=True)
 
 
 def main() -> None:
@@ -158,7 +177,8 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     where = torch.cuda.get_device_name(args.device) if args.device.startswith("cuda") else "CPU"
     print(f"torch {torch.__version__}, {where}, {torch.get_num_threads()} thread(s), OPENBLAS_NUM_THREADS="
-          f"{os.environ['OPENBLAS_NUM_THREADS']}, {args.rounds} rounds, load average {os.getloadavg()[0]:.1f}")
+          f"{os.environ['OPENBLAS_NUM_THREADS']}, GLIBC_TUNABLES={os.environ.get('GLIBC_TUNABLES', '(unset)')}, "
+          f"{args.rounds} rounds, load average {os.getloadavg()[0]:.1f}")
     table(args.outputs, args.rounds, args.device)
 
 
