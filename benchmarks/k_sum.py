@@ -42,6 +42,8 @@ from featlearn.metrics import k_sum  # noqa: E402
 from featlearn.models.mlp import MLP, init_mlp  # noqa: E402
 
 REFERENCES = ("vmap(jacrev)", "jacrev of the sum", "is_grads_batched")
+# Per route, per round: (CPU seconds, wall seconds, minor page faults).
+Times = dict[str, list[tuple[float, float, int]]]
 
 
 def _k(jacs: list[torch.Tensor], n: int) -> list[torch.Tensor]:
@@ -115,11 +117,11 @@ def _faults() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
 
 
-def rounds(model: MLP, x: torch.Tensor, count: int) -> dict[str, list[tuple[float, float, int]]]:
+def rounds(model: MLP, x: torch.Tensor, count: int) -> Times:
     """(CPU seconds, wall seconds, minor page faults) of every route in each of ``count`` rounds, after one warm-up
     round."""
     names = list(ROUTES)
-    times: dict[str, list[tuple[float, float, int]]] = {name: [] for name in names}
+    times: Times = {name: [] for name in names}
     for r in range(count + 1):
         for name in names[r % len(names):] + names[:r % len(names)]:
             _sync(x)
@@ -136,13 +138,13 @@ def _sync(x: torch.Tensor) -> None:
         torch.cuda.synchronize(x.device)
 
 
-def ratios(times: dict[str, list[tuple[float, float, int]]], clock: int, rivals: tuple[str, ...]) -> list[float]:
+def ratios(times: Times, clock: int, rivals: tuple[str, ...]) -> list[float]:
     """Per round: the fastest of ``rivals`` over featlearn, on one clock (0: CPU, 1: wall)."""
     ours = times["featlearn"]
     return [min(times[name][r][clock] for name in rivals) / ours[r][clock] for r in range(len(ours))]
 
 
-def _median(times: dict[str, list[tuple[float, float, int]]], name: str, column: int) -> float:
+def _median(times: Times, name: str, column: int) -> float:
     return statistics.median(t[column] for t in times[name])
 
 
