@@ -11,8 +11,8 @@ All are checked equal (relative 1e-10) first. Then rounds: each route once per r
 round to round, timed by the process's CPU time (``time.process_time``: time another job holds the core is not
 counted) and by the wall clock. Two ratios: per round, the fastest reference's time over featlearn's (the median over
 rounds and the range: the luckiest of three draws against one, the stricter), and the best reference route's median
-time over featlearn's. With ``--device cuda`` each route ends with a synchronisation and the wall clock is the one to
-read (the CPU time is the host's).
+time over featlearn's. With ``--device cuda`` each route ends with a synchronisation and the table is timed by the
+wall clock (the CPU time is the host's).
 
 Page faults per call (the median minor faults, featlearn's and the references') are printed beside: on the CPU a
 fault on freshly mapped memory costs microseconds, and how many a route takes depends on what glibc kept from the
@@ -153,20 +153,24 @@ def _cell(values: list[float]) -> str:
 
 
 def table(outputs: list[int], count: int, device: str = "cpu") -> None:
-    print("| outputs | " + " | ".join(f"{name} (CPU ms)" for name in ROUTES) + " | best reference / featlearn per "
-          "round, CPU | same, wall | best reference's median / featlearn's, CPU | per reference, CPU | page faults "
-          "per call: featlearn; references |")
+    """The table, timed by the CPU time on the CPU and by the wall clock on a GPU (where the CPU time is the host's);
+    the per-round ratio on the other clock beside."""
+    clock, other = (1, 0) if device.startswith("cuda") else (0, 1)
+    unit, rest = ("wall", "CPU") if clock else ("CPU", "wall")
+    print("| outputs | " + " | ".join(f"{name} ({unit} ms)" for name in ROUTES) + f" | best reference / featlearn per "
+          f"round, {unit} | same, {rest} | best reference's median / featlearn's, {unit} | per reference, {unit} | "
+          "page faults per call: featlearn; references |")
     print("|---" * (len(ROUTES) + 6) + "|")
     for c in outputs:
         model, x = mlp(c, device)
         check(model, x)
         times = rounds(model, x, count)
-        cells = " | ".join(f"{1e3 * _median(times, name, 0):.1f}" for name in ROUTES)
-        best = min(_median(times, name, 0) for name in REFERENCES) / _median(times, "featlearn", 0)
-        each = ", ".join(f"{statistics.median(ratios(times, 0, (name,))):.2f}×" for name in REFERENCES)
+        cells = " | ".join(f"{1e3 * _median(times, name, clock):.1f}" for name in ROUTES)
+        best = min(_median(times, name, clock) for name in REFERENCES) / _median(times, "featlearn", clock)
+        each = ", ".join(f"{statistics.median(ratios(times, clock, (name,))):.2f}×" for name in REFERENCES)
         faults = ", ".join(f"{_median(times, name, 2):.0f}" for name in REFERENCES)
-        print(f"| {c} | {cells} | {_cell(ratios(times, 0, REFERENCES))} | {_cell(ratios(times, 1, REFERENCES))} | "
-              f"{best:.2f}× | {each} | {_median(times, 'featlearn', 2):.0f}; {faults} |", flush=True)
+        print(f"| {c} | {cells} | {_cell(ratios(times, clock, REFERENCES))} | {_cell(ratios(times, other, REFERENCES))}"
+              f" | {best:.2f}× | {each} | {_median(times, 'featlearn', 2):.0f}; {faults} |", flush=True)
 
 
 def main() -> None:
