@@ -7,7 +7,11 @@ Part 2 (``--resnet``): ``measure_nfa(resnet18, 64 (``--resnet-n``) CIFAR-size in
 against the K sum it runs (``k_sum.covariances(fast=True)``) and the pipeline's (``fast=False``), each the best of
 ``--repeat // 2``.
 
-Run: ``python benchmarks/measure_nfa.py [--threads N] [--repeat R] [--resnet [--resnet-n N]] [--skip-mlp]``.
+Both parts run on ``--device`` (default cpu); on a GPU each call ends with a synchronisation, times are the wall
+clock's and part 2 prints the peak memory allocated.
+
+Run: ``python benchmarks/measure_nfa.py [--threads N] [--repeat R] [--resnet [--resnet-n N]] [--skip-mlp]
+[--device cuda]``.
 """
 
 import os
@@ -17,6 +21,7 @@ os.environ["OPENBLAS_NUM_THREADS"] = sys.argv[sys.argv.index("--threads") + 1] i
 
 import argparse  # noqa: E402 (numpy's BLAS reads its thread count when numpy loads)
 import copy  # noqa: E402
+from collections.abc import Callable  # noqa: E402
 
 import torch  # noqa: E402
 from jacobians import best_of  # noqa: E402 (benchmarks/ is on sys.path when a benchmark runs as a script)
@@ -25,7 +30,7 @@ from k_sum import table  # noqa: E402
 from featlearn.metrics import k_sum, model_nfa  # noqa: E402
 
 
-def resnet_line(repeat: int, n: int) -> None:
+def resnet_line(repeat: int, n: int, device: str = "cpu") -> None:
     import torchvision
 
     torch.manual_seed(0)
@@ -34,12 +39,22 @@ def resnet_line(repeat: int, n: int) -> None:
     with torch.no_grad():
         for p in model.parameters():
             p.add_(0.01 * torch.randn_like(p))
-    x = torch.randn(n, 3, 32, 32)
-    k = best_of(lambda: k_sum.covariances(model, x, fast=True), repeat=repeat)
-    pinned = best_of(lambda: k_sum.covariances(model, x), repeat=repeat)
-    whole = best_of(lambda: model_nfa.measure_nfa(model, x, init, matrices=False), repeat=repeat)
-    print(f"resnet18, {n} inputs of 3×32×32, 1,000 outputs: K sum {k:.2f} s (the pipeline's pinned sum {pinned:.2f} "
-          f"s), measure_nfa(init, matrices=False) {whole:.2f} s, ratio {whole / k:.2f}")
+    init, model, x = init.to(device), model.to(device), torch.randn(n, 3, 32, 32).to(device)
+
+    def synced(fn: Callable[[], object]) -> Callable[[], None]:
+        def call() -> None:
+            fn()
+            if x.is_cuda:
+                torch.cuda.synchronize(x.device)
+
+        return call
+
+    k = best_of(synced(lambda: k_sum.covariances(model, x, fast=True)), repeat=repeat)
+    pinned = best_of(synced(lambda: k_sum.covariances(model, x)), repeat=repeat)
+    whole = best_of(synced(lambda: model_nfa.measure_nfa(model, x, init, matrices=False)), repeat=repeat)
+    peak = f", peak GPU memory {torch.cuda.max_memory_allocated(x.device) / 2**30:.2f} GiB" if x.is_cuda else ""
+    print(f"resnet18, {n} inputs of 3×32×32, 1,000 outputs, {device}: K sum {k:.2f} s (the pipeline's pinned sum "
+          f"{pinned:.2f} s), measure_nfa(init, matrices=False) {whole:.2f} s, ratio {whole / k:.2f}{peak}")
 
 
 def main() -> None:
@@ -49,13 +64,14 @@ def main() -> None:
     parser.add_argument("--resnet", action="store_true", help="also time measure_nfa on resnet18 (torchvision)")
     parser.add_argument("--resnet-n", type=int, default=64, help="resnet18's inputs (default 64)")
     parser.add_argument("--skip-mlp", action="store_true")
+    parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {args.repeat} rounds")
     if not args.skip_mlp:
-        table([1, 10, 100], args.repeat)
+        table([1, 10, 100], args.repeat, args.device)
     if args.resnet:
-        resnet_line(max(1, args.repeat // 2), args.resnet_n)
+        resnet_line(max(1, args.repeat // 2), args.resnet_n, args.device)
 
 
 if __name__ == "__main__":
