@@ -122,5 +122,18 @@ def test_unknown_or_unrun_layers_are_errors():
         measure_nfa(model, torch.randn(2, 3), layers=["2"])
     aux = nn.ModuleDict({"main": nn.Linear(3, 2), "aux": nn.Linear(3, 2)})
     aux.forward = lambda x: aux["main"](x)
-    with pytest.raises(ValueError, match="did not run"):
+    with pytest.raises(ValueError, match=r"layers \['aux'\] were not called.*leave them out, layers=\['main'\]"):
         agop(aux, torch.randn(2, 3))
+
+    class Functional(nn.Module):  # as torchvision's Swin attention: its qkv's weight, through F.linear
+        def __init__(self):
+            super().__init__()
+            self.qkv, self.head = nn.Linear(4, 4), nn.Linear(4, 2)
+
+        def forward(self, x):
+            return self.head(torch.nn.functional.linear(x, self.qkv.weight, self.qkv.bias).relu())
+
+    net, x = Functional(), torch.randn(5, 4)
+    with pytest.raises(ValueError, match=r"\['qkv'\] were not called.*torch.nn.functional.*layers=\['head'\]"):
+        measure_nfa(net, x)
+    assert list(measure_nfa(net, x, layers=["head"]).layer.values) == ["head"]

@@ -1,7 +1,8 @@
-"""measure_nfa on the models researchers use (Hugging Face GPT-2 and BERT from configs, torchvision's ViT and ResNet,
-timm's ViT), each against an independent reference in float64: per-sample torch.func Jacobians with respect to shifts
-that this file's own hooks add to each layer's output (or, for nn.MultiheadAttention's q, k, v, to its inputs, whose
-gradients give the AGOP directly). transformers and timm are test extras; their tests skip where absent."""
+"""measure_nfa on the models researchers use (Hugging Face GPT-2, BERT and Llama from configs, torchvision's ViT and
+ResNet, timm's ViT), each against an independent reference in float64: per-sample torch.func Jacobians with respect
+to shifts that this file's own hooks add to each layer's output (or, for nn.MultiheadAttention's q, k, v, to its
+inputs, whose gradients give the AGOP directly). transformers and timm are test extras; their tests skip where
+absent."""
 
 import pytest
 import torch
@@ -133,6 +134,26 @@ def test_gpt2_conv1d_layers_and_fused_c_attn_match_the_reference():
     got = _assert_matches(model, idx, fused)
     assert {"transformer.h.0.attn.c_attn.q", "transformer.h.1.mlp.c_fc", "transformer.h.1.mlp.c_proj",
             "transformer.h.0.attn.c_proj", "lm_head"} <= set(got)
+
+
+def test_llama_grouped_query_attention_and_gated_mlp_match_the_reference(monkeypatch):
+    """Llama's family (grouped-query attention, rotary positions, SDPA's causal kernel, a SiLU-gated MLP). Its
+    RMSNorm computes in float32 whatever the model's dtype (transformers' choice), which leaves a float64 Llama
+    float32-accurate (both sides then differ by ~4e-8); computed in the model's dtype here, as the reference needs."""
+    transformers = pytest.importorskip("transformers", reason="transformers is a test extra (pip install -e .[dev])")
+    from transformers.models.llama.modeling_llama import LlamaRMSNorm
+
+    def rms_norm(self, h):
+        return self.weight * h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.variance_epsilon)
+
+    monkeypatch.setattr(LlamaRMSNorm, "forward", rms_norm)
+    config = transformers.LlamaConfig(vocab_size=17, hidden_size=8, intermediate_size=12, num_hidden_layers=1,
+                                      num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=8)
+    torch.manual_seed(15)
+    model = _randomised(transformers.LlamaForCausalLM(config).double(), 16)
+    got = _assert_matches(model, torch.randint(0, 17, (3, 5), generator=torch.Generator().manual_seed(17)))
+    assert {"model.layers.0.self_attn.k_proj", "model.layers.0.mlp.gate_proj", "model.layers.0.mlp.down_proj",
+            "lm_head"} <= set(got)
 
 
 def test_bert_linear_layers_match_the_reference():

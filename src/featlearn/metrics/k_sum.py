@@ -202,14 +202,18 @@ def _add(ks: Covariances, layer: Layer, g: torch.Tensor, fast: bool) -> None:
     (gram.fast if fast else gram.pinned)(_k(ks, layer, len(flat), flat.device), flat)
 
 
-def _run(run: Run, batch: torch.Tensor, sites: Collection[str], output: Outputs,
+def _run(run: Run, batch: torch.Tensor, by_site: dict[str, list[Layer]], output: Outputs,
          dims: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor, list[str], list[torch.Tensor]]:
     """One forward pass: f with its samples first, f as ``output`` gave it, and the site of every shift with the
     shifts, in call order."""
     returned, shifts, _ = run(batch)
-    missing = set(sites) - set(shifts)
+    missing = [layer.name for site, layers in by_site.items() if site not in shifts for layer in layers]
     if missing:
-        raise ValueError(f"layers {sorted(missing)} did not run in the forward pass; leave them out (layers=)")
+        called = [layer.name for site, layers in by_site.items() if site in shifts for layer in layers]
+        raise ValueError(f"layers {missing} were not called in the forward pass, so their outputs cannot be "
+                         "measured: the model skips them, or uses their weights through torch.nn.functional without "
+                         "calling the module (torchvision's Swin attention does); "
+                         + (f"leave them out, layers={called}" if called else "no measured layer was called"))
     calls = [(site, shift) for site, each in shifts.items() for shift in each]
     f, (sample_dim, out_dim) = output(returned), dims
     if f.dim() <= out_dim or f.shape[out_dim] != batch.shape[sample_dim]:
