@@ -1,8 +1,8 @@
-"""measure_nfa on the models researchers use (Hugging Face GPT-2, BERT and Llama from configs, torchvision's ViT and
-ResNet, timm's ViT), each against an independent reference in float64: per-sample torch.func Jacobians with respect
-to shifts that this file's own hooks add to each layer's output (or, for nn.MultiheadAttention's q, k, v, to its
-inputs, whose gradients give the AGOP directly). transformers and timm are test extras; their tests skip where
-absent."""
+"""measure_nfa on the models researchers use (Hugging Face GPT-2, BERT and Llama from configs, torchvision's ViT,
+ResNet and ConvNeXt, timm's ViT), each against an independent reference in float64: per-sample torch.func Jacobians
+with respect to shifts that this file's own hooks add to each layer's output (or, for nn.MultiheadAttention's q, k,
+v, to its inputs, whose gradients give the AGOP directly). transformers and timm are test extras; their tests skip
+where absent."""
 
 import pytest
 import torch
@@ -19,10 +19,19 @@ pytestmark = pytest.mark.filterwarnings("ignore:There is a performance drop:User
 
 
 def _matrix(module):
-    """W (out, in) of a Linear, transformers' Conv1D (weight in×out) or a conv (patch space), read independently."""
+    """W (out, in) of a Linear, transformers' Conv1D (weight in×out) or a conv (patch space of all its input
+    channels: a grouped conv's is block-diagonal, group g's filters on group g's channels), read independently."""
     if type(module).__name__ == "Conv1D":
         return module.weight.detach().T
-    return module.weight.detach().reshape(module.weight.shape[0], -1)
+    w = module.weight.detach().reshape(module.weight.shape[0], -1)
+    groups = getattr(module, "groups", 1)
+    if groups == 1:
+        return w
+    rows, cols = w.shape[0] // groups, w.shape[1]
+    full = torch.zeros(w.shape[0], cols * groups, dtype=w.dtype)
+    for g in range(groups):
+        full[g * rows:(g + 1) * rows, g * cols:(g + 1) * cols] = w[g * rows:(g + 1) * rows]
+    return full
 
 
 def _outputs(out):
@@ -191,6 +200,16 @@ def test_torchvision_resnet_convs_downsample_and_fc_match_the_reference():
     model.train()  # BatchNorm on batch statistics unless measured in eval mode, as it is
     got = _assert_matches(model, torch.randn(2, 3, 16, 16, dtype=F64, generator=torch.Generator().manual_seed(11)))
     assert {"conv1", "layer2.0.downsample.0", "fc"} <= set(got)
+
+
+def test_torchvision_convnext_depthwise_convs_and_channels_last_linears_match_the_reference():
+    convnext = pytest.importorskip("torchvision.models.convnext")
+    torch.manual_seed(18)
+    model = convnext.ConvNeXt([convnext.CNBlockConfig(8, 16, 1), convnext.CNBlockConfig(16, None, 1)], num_classes=3)
+    model = _randomised(model.double(), 19)
+    got = _assert_matches(model, torch.randn(2, 3, 16, 16, dtype=F64, generator=torch.Generator().manual_seed(20)))
+    assert {"features.1.0.block.0", "features.1.0.block.3", "features.2.1", "classifier.2"} <= set(got)
+    assert got["features.1.0.block.0"].shape == (8 * 49, 8 * 49)  # the depthwise 7×7 conv, all channels' patches
 
 
 def test_timm_vit_fused_qkv_matches_the_reference():
