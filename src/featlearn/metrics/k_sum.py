@@ -88,6 +88,13 @@ def checked_x(x: object, batch_size: int, probes: int | None, sample_dim: int) -
     return (x.clone() if x.is_inference() else x), sample_dim
 
 
+def uncompiled(model: nn.Module | None) -> nn.Module | None:
+    """The module that ``torch.compile`` wrapped (its compiled graph runs without the forward hooks that measure, and
+    its layers' names gain a prefix), or ``model`` itself: the same function, measured through its modules."""
+    original = getattr(model, "_orig_mod", None)
+    return original if isinstance(original, nn.Module) else model
+
+
 def checked_init(model: nn.Module, init: nn.Module, layers: list[Layer]) -> None:
     """An error naming the layer unless ``init`` has every layer of ``model`` with a W of the same shape."""
     fix = "init= must be the same network (architecture and widths) at initialization, e.g. a copy.deepcopy(model) " \
@@ -318,6 +325,7 @@ def covariances(model: nn.Module, x: torch.Tensor, layers: Collection[str] | Non
     ``batch_size`` as well as the seed.
     """
     x, sample_dim = checked_x(x, batch_size, probes, sample_dim)
+    model, init = uncompiled(model), uncompiled(init)
     found, _ = chosen_layers(model, layers, warn=False)
     ks = k_sums(model, x, found, init, batch_size, probes, generator, output, sample_dim, chunk_bytes, fast)
     return ks[0], ks[1] if init is not None else None

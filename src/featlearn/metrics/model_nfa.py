@@ -20,7 +20,16 @@ from torch import nn
 
 from featlearn.metrics import nfa
 from featlearn.metrics.interaction import Outputs
-from featlearn.metrics.k_sum import checked_init, checked_x, chosen_layers, covariances, k_sums, listed, logits
+from featlearn.metrics.k_sum import (
+    checked_init,
+    checked_x,
+    chosen_layers,
+    covariances,
+    k_sums,
+    listed,
+    logits,
+    uncompiled,
+)
 from featlearn.metrics.layers import Layer
 
 __all__ = ["LONG_NAMES", "agop", "covariances", "logits", "measure_nfa"]
@@ -36,6 +45,7 @@ def agop(model: nn.Module, x: torch.Tensor, layers: Collection[str] | None = Non
     """The AGOP WᵀKW (float64, on x's device) of every layer of ``model`` over the samples ``x`` (n, …), by layer
     name; ``layers`` picks some by name. Options as ``measure_nfa``."""
     x, sample_dim = checked_x(x, batch_size, probes, sample_dim)
+    model = uncompiled(model)
     found, _ = chosen_layers(model, layers, warn=True)
     (ks,) = k_sums(model, x, found, None, batch_size, probes, generator, output, sample_dim, fast=True)
     return {layer.name: nfa.agop(layer.matrix(model), ks[layer.name]) for layer in found}
@@ -112,6 +122,7 @@ def measure_nfa(model: nn.Module, x: torch.Tensor, init: nn.Module | None = None
     ``attrs["notes"]`` say which layers and why.
     """
     x, sample_dim = checked_x(x, batch_size, probes, sample_dim)
+    model, init = uncompiled(model), uncompiled(init)
     found, skipped = chosen_layers(model, layers, warn=True)
     if init is not None:
         checked_init(model, init, found)
