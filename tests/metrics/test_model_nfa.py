@@ -154,6 +154,17 @@ def _mlp_net():
     return nn.Sequential(nn.Linear(5, 6), nn.ReLU(), nn.Linear(6, 3)).double()
 
 
+class _Named(nn.Module):
+    """Outputs in a dict, as torchvision's segmentation models return them."""
+
+    def __init__(self, net):
+        super().__init__()
+        self.net = net
+
+    def forward(self, x):
+        return {"out": self.net(x)}
+
+
 @pytest.mark.parametrize(("call", "error", "match"), [
     (lambda net, x: measure_nfa(net, x[:0]), ValueError, r"x= has no samples"),
     (lambda net, x: measure_nfa(net, x[0]), ValueError, r"unbatched"),
@@ -169,6 +180,7 @@ def _mlp_net():
     (lambda net, x: measure_nfa(net, x, nn.Sequential(nn.Linear(5, 6)).double()), ValueError,
      r"init= has no module '2'"),
     (lambda net, x: measure_nfa(net, x, output=lambda out: out.sum()), ValueError, r"output= gave a scalar"),
+    (lambda net, x: measure_nfa(_Named(net), x), TypeError, r"returned \(dict\); pass output=.*out\[\"out\"\]"),
 ])
 def test_every_bad_input_gets_a_message_naming_the_argument(call, error, match):
     with pytest.raises(error, match=match):

@@ -46,7 +46,8 @@ def logits(out: object) -> torch.Tensor:
         return out.logits
     if isinstance(out, tuple | list):
         return out[0]
-    raise TypeError(f"cannot read the outputs from a {type(out).__name__}; pass output=, a function returning them")
+    raise TypeError(f"cannot read the outputs f from what the model returned ({type(out).__name__}); pass output=, a "
+                    "function of it returning f (e.g. output=lambda out: out[\"out\"] for a dict)")
 
 
 @contextmanager
