@@ -257,18 +257,23 @@ def test_layers_not_measured_are_named_in_one_warning_and_the_attributes():
             super().__init__()
             self.emb, self.rnn = nn.Embedding(7, 4), nn.LSTM(4, 4, batch_first=True)
             self.up, self.bil, self.fc = nn.ConvTranspose1d(4, 4, 2), nn.Bilinear(4, 4, 4), nn.Linear(4, 2)
+            # matrices outside any layer module: a raw weight, stacked experts; a token (one long dimension) is not
+            self.raw, self.experts = nn.Parameter(torch.randn(4, 4)), nn.Parameter(torch.randn(2, 4, 4))
+            self.token = nn.Parameter(torch.zeros(1, 1, 4))
 
         def forward(self, idx):
             h, _ = self.rnn(self.emb(idx))
             h = self.up(h.transpose(1, 2)).transpose(1, 2)
+            h = h @ self.raw + torch.einsum("btd,edf->btf", h, self.experts) + self.token
             return self.fc(self.bil(h, h)).sum(1)
 
     with pytest.warns(UserWarning, match="does not measure") as caught:
         ds = measure_nfa(Zoo(), torch.randint(0, 7, (3, 5)))
     (warning,) = [w for w in caught if "does not measure" in str(w.message)]
     for name in ("emb: Embedding: an embedding is a Linear on one-hot inputs", "rnn: LSTM", "up: ConvTranspose1d",
-                 "bil: Bilinear"):
+                 "bil: Bilinear", "raw: (4, 4) in Zoo: a parameter of matrix shape", "experts: (2, 4, 4) in Zoo"):
         assert name in str(warning.message) and name in ds.attrs["skipped_layers"]
+    assert "token" not in ds.attrs["skipped_layers"]
     assert list(ds.layer.values) == ["fc"]
     with pytest.raises(ValueError, match="'emb' is not measured"):
         agop(Zoo(), torch.randint(0, 7, (3, 5)), ["emb"])

@@ -117,7 +117,7 @@ def chosen_layers(model: nn.Module, layers: Collection[str] | None, warn: bool) 
     found, skipped = scan(model)
     chosen = select(model, found, skipped, layers)
     if warn and layers is None and skipped:
-        warnings.warn("measure_nfa does not measure these layers:\n" + listed(skipped), stacklevel=3)
+        warnings.warn("measure_nfa does not measure these layers and parameters:\n" + listed(skipped), stacklevel=3)
     return chosen, skipped
 
 

@@ -13,7 +13,8 @@ out_proj of nn.MultiheadAttention (torchvision's ViT, nn.Transformer); a fused C
 ``gpt.attention_weights``. Separate q/k/v Linears (Hugging Face's q_proj, BERT's query) need nothing more.
 
 Not measured, and said so (``scan``'s second result, with how to measure them where there is a way): transposed
-convs, recurrent layers, embeddings, nn.Bilinear, and 2-D-weight modules that compute something else.
+convs, recurrent layers, embeddings, nn.Bilinear, 2-D-weight modules that compute something else, and any other
+parameter of matrix shape (a mixture of experts' stacked experts, a raw nn.Parameter weight, a positional table).
 """
 
 from __future__ import annotations
@@ -45,6 +46,10 @@ NOT_MEASURED = (
 )
 OTHER_WEIGHT = ("has a 2-D weight but computes neither x Wᵀ + b nor x W + b on a test input; not measured (wrap "
                 "its linear part in an nn.Linear to measure it)")
+OTHER_MATRIX = ("a parameter of matrix shape outside the measured and named layers: if it multiplies an input (a raw "
+                "nn.Parameter weight, a mixture of experts' stacked experts), it is not measured (compute it through "
+                "an nn.Linear to measure it); an additive table (a positional embedding, a bias table) has nothing "
+                "to measure")
 QKV = "qkv"
 Shifts = dict[str, list[torch.Tensor]]
 
@@ -141,18 +146,38 @@ def _is_weighted(module: nn.Module) -> bool:
             and next(module.children(), None) is None)
 
 
+def _matrix_parameters(model: nn.Module, held: set[int]) -> dict[str, str]:
+    """The parameters with two or more dimensions longer than 1 that no module in ``held`` (by id) owns, by name,
+    with their shape and ``OTHER_MATRIX``: what ``scan`` names besides whole modules, so that no matrix goes
+    unmeasured without a word. A parameter shared with a measured layer (tied weights) counts as held."""
+    held_parameters = {id(p) for module in model.modules() if id(module) in held for p in module.parameters()}
+    found = {}
+    for path, module in model.named_modules():
+        for name, p in module._parameters.items():
+            if (isinstance(p, nn.Parameter) and not isinstance(p, nn.parameter.UninitializedParameter)
+                    and id(p) not in held_parameters and sum(size > 1 for size in p.shape) >= 2):
+                held_parameters.add(id(p))
+                where = f"{path}.{name}" if path else name
+                found[where] = f"{tuple(p.shape)} in {type(module).__name__}: {OTHER_MATRIX}"
+    return found
+
+
 def scan(model: nn.Module) -> tuple[list[Layer], dict[str, str]]:
-    """Every measurable layer of ``model`` in module order, and the modules with weights that are not measured, by
-    name, each with the reason and how to measure it where there is a way."""
-    found, skipped, inside_attention = [], {}, set()
+    """Every measurable layer of ``model`` in module order, and the modules with weights that are not measured (and
+    other matrix-shaped parameters, ``_matrix_parameters``), by name, each with the reason and how to measure it
+    where there is a way."""
+    found, skipped, inside_attention, held = [], {}, set(), set()
     for path, module in model.named_modules():
         if isinstance(module, nn.MultiheadAttention):
             inside_attention.add(module.out_proj)  # its forward never runs: F.multi_head_attention_forward
             found.extend(_attention_layers(path, module))
+            held.add(id(module))
             continue
         if isinstance(module, CONVS):
             found.append(Layer(path, path, "conv", path, 1, slice(None), _conv_matrix))
+            held.add(id(module))
             continue
+        held.add(id(module))  # every case below measures or names it, but the last
         reason = next((why for types, why in NOT_MEASURED if isinstance(module, types)), None)
         if reason is not None:
             skipped[path] = f"{type(module).__name__}: {reason}"
@@ -167,13 +192,14 @@ def scan(model: nn.Module) -> tuple[list[Layer], dict[str, str]]:
                 skipped[path] = f"{type(module).__name__}: {OTHER_WEIGHT}"
                 continue
         else:
+            held.discard(id(module))
             continue
         out_features, in_features = read(module).shape
         fused = path.rpartition(".")[2] in FUSED_QKV and out_features == 3 * in_features
         parts = _thirds(in_features) if fused else {"": slice(None)}
         found.extend(Layer(f"{path}.{p}" if p else path, path, "attention" if fused else "linear", path, -1, rows,
                            read) for p, rows in parts.items())
-    return found, skipped
+    return found, skipped | _matrix_parameters(model, held)
 
 
 def find_layers(model: nn.Module, names: Collection[str] | None = None) -> list[Layer]:
