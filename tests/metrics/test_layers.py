@@ -137,3 +137,29 @@ def test_unknown_or_unrun_layers_are_errors():
     with pytest.raises(ValueError, match=r"\['qkv'\] were not called.*torch.nn.functional.*layers=\['head'\]"):
         measure_nfa(net, x)
     assert list(measure_nfa(net, x, layers=["head"]).layer.values) == ["head"]
+
+
+def test_a_layer_that_some_batches_do_not_call_adds_nothing_there():
+    """A mixture of experts routes each sample to one expert; a batch that routes none to an expert adds nothing to
+    its K, as the sum over the samples that reach it says (only a layer the first batch never calls is refused)."""
+    class Routed(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.experts, self.head = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)]), nn.Linear(4, 2)
+
+        def forward(self, x):
+            to_second = x[:, 0] > 0
+            h = torch.zeros_like(x)
+            for e, chosen in enumerate((~to_second, to_second)):
+                if chosen.any():
+                    h = h.index_put((chosen.nonzero()[:, 0],), self.experts[e](x[chosen]))
+            return self.head(h.tanh())
+
+    torch.manual_seed(0)
+    net, x = Routed().double(), torch.randn(8, 4, dtype=torch.float64)
+    x[:, 0] = x[:, 0].abs() * torch.tensor([-1, 1, -1, 1, 1, 1, 1, 1])  # the second batch of 4 never reaches expert 0
+    whole, batched = agop(net, x), agop(net, x, batch_size=4)
+    for name in ("experts.0", "experts.1", "head"):
+        torch.testing.assert_close(batched[name], whole[name], rtol=1e-12, atol=1e-14)
+    with pytest.raises(ValueError, match=r"\['experts.0'\] were not called"):
+        agop(net, x.flip(0), batch_size=4)  # now the first batch never reaches expert 0

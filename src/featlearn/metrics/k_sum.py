@@ -210,13 +210,15 @@ def _add(ks: Covariances, layer: Layer, g: torch.Tensor, fast: bool) -> None:
     (gram.fast if fast else gram.pinned)(_k(ks, layer, len(flat), flat.device), flat)
 
 
-def _run(run: Run, batch: torch.Tensor, by_site: dict[str, list[Layer]], output: Outputs,
-         dims: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor, list[str], list[torch.Tensor]]:
+def _run(run: Run, batch: torch.Tensor, by_site: dict[str, list[Layer]], output: Outputs, dims: tuple[int, int],
+         first: bool) -> tuple[torch.Tensor, torch.Tensor, list[str], list[torch.Tensor]]:
     """One forward pass: f with its samples first, f as ``output`` gave it, and the site of every shift with the
-    shifts, in call order."""
+    shifts, in call order. Every layer must run in the ``first`` batch, before any backward pass (one that never runs
+    is refused); in a later batch a layer may not run (conditional computation: an expert no token was routed to),
+    and that batch adds nothing to its K."""
     returned, shifts, _ = run(batch)
     missing = [layer.name for site, layers in by_site.items() if site not in shifts for layer in layers]
-    if missing:
+    if missing and first:
         called = [layer.name for site, layers in by_site.items() if site in shifts for layer in layers]
         raise ValueError(f"layers {missing} were not called in the forward pass, so their outputs cannot be "
                          "measured: the model skips them, or uses their weights through torch.nn.functional without "
@@ -248,11 +250,14 @@ def _through_readout(ks: Covariances, by_site: dict[str, list[Layer]], sites: li
 
 def _add_batch(sums: list[Covariances], runs: list[Run], batch: torch.Tensor, by_site: dict[str, list[Layer]],
                probes: int | None, generator: torch.Generator, output: Outputs, dims: tuple[int, int],
-               chunk_bytes: int, fast: bool, last: Callable[[], readout.Call | None] | None = None) -> None:
-    """K (sums[0]) and, with an init model's run, K̄ (sums[1]) over one batch. A function of its own so that the
-    batch's graph, shifts and gradients are freed before the next batch's forward pass (``mlp_nfa``'s memory plan).
-    ``last``: the readout's call (``readout.last_linear``), to sum through it, with one model and no probes."""
-    outs, raws, sites, wrts = (list(each) for each in zip(*(_run(run, batch, by_site, output, dims) for run in runs)))
+               chunk_bytes: int, fast: bool, first: bool,
+               last: Callable[[], readout.Call | None] | None = None) -> None:
+    """K (sums[0]) and, with an init model's run, K̄ (sums[1]) over one batch (the ``first``: ``_run``). A function of
+    its own so that the batch's graph, shifts and gradients are freed before the next batch's forward pass
+    (``mlp_nfa``'s memory plan). ``last``: the readout's call (``readout.last_linear``), to sum through it, with one
+    model and no probes."""
+    outs, raws, sites, wrts = (list(each) for each in zip(*(_run(run, batch, by_site, output, dims, first)
+                                                             for run in runs)))
     if any(s != sites[0] for s in sites):
         raise ValueError("the model and init call their layers in different orders: init= must be the same network")
     plan = None if last is None else readout.plan(last(), raws[0], wrts[0], dims[1])
@@ -296,8 +301,8 @@ def k_sums(model: nn.Module, x: torch.Tensor, layers: list[Layer], init: nn.Modu
         closed = fast and init is None and probes is None
         last = stack.enter_context(readout.last_linear(model)) if closed else None
         dims = (sample_dim, sample_dims(runs[0], x, sample_dim, output))
-        for batch in x.split(batch_size, dim=sample_dim):
-            _add_batch(sums, runs, batch, by_site, probes, generator, output, dims, chunk_bytes, fast, last)
+        for i, batch in enumerate(x.split(batch_size, dim=sample_dim)):
+            _add_batch(sums, runs, batch, by_site, probes, generator, output, dims, chunk_bytes, fast, i == 0, last)
     scale = x.shape[sample_dim] * (probes or 1)
     ks = [{name: (k if fast else gram.symmetric(k)).div_(scale) for name, k in each.items()} for each in sums]
     for each in ks:  # a layer whose site never gave a gradient (no chunk ran) has K = 0
