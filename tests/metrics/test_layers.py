@@ -10,7 +10,7 @@ import torchvision
 from torch import nn
 
 from featlearn.metrics.layers import find_layers
-from featlearn.metrics.model_nfa import agop, measure_nfa
+from featlearn.metrics.model_nfa import agop, covariances, measure_nfa
 
 F64 = torch.float64
 
@@ -146,9 +146,10 @@ def test_a_layer_that_some_batches_do_not_call_adds_nothing_there():
         def __init__(self):
             super().__init__()
             self.experts, self.head = nn.ModuleList([nn.Linear(4, 4), nn.Linear(4, 4)]), nn.Linear(4, 2)
+            self.route = 1
 
         def forward(self, x):
-            to_second = x[:, 0] > 0
+            to_second = self.route * x[:, 0] > 0
             h = torch.zeros_like(x)
             for e, chosen in enumerate((~to_second, to_second)):
                 if chosen.any():
@@ -163,3 +164,8 @@ def test_a_layer_that_some_batches_do_not_call_adds_nothing_there():
         torch.testing.assert_close(batched[name], whole[name], rtol=1e-12, atol=1e-14)
     with pytest.raises(ValueError, match=r"\['experts.0'\] were not called"):
         agop(net, x.flip(0), batch_size=4)  # now the first batch never reaches expert 0
+    # K̄ pairs the model's gradients with init's at the same call: an init routing its samples otherwise is refused
+    rerouted = copy.deepcopy(net)
+    rerouted.route = -1
+    with pytest.raises(ValueError, match="routing alike; measure without init="):
+        covariances(net, x, init=rerouted)

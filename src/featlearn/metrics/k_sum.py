@@ -258,8 +258,10 @@ def _add_batch(sums: list[Covariances], runs: list[Run], batch: torch.Tensor, by
     model and no probes."""
     outs, raws, sites, wrts = (list(each) for each in zip(*(_run(run, batch, by_site, output, dims, first)
                                                              for run in runs)))
-    if any(s != sites[0] for s in sites):
-        raise ValueError("the model and init call their layers in different orders: init= must be the same network")
+    if any(s != sites[0] for s in sites) or any(a.shape != b.shape for w in wrts[1:] for a, b in zip(wrts[0], w)):
+        raise ValueError("the model and init call their layers in different orders, or on different numbers of rows "
+                         "(samples routed to other experts): K̄ pairs each call's gradients with init's at the same "
+                         "call, so init= must be the same network, routing alike; measure without init= otherwise")
     plan = None if last is None else readout.plan(last(), raws[0], wrts[0], dims[1])
     if plan is None:
         starts, count, cotangents = _general(outs, probes, generator)
