@@ -169,3 +169,29 @@ def test_a_layer_that_some_batches_do_not_call_adds_nothing_there():
     rerouted.route = -1
     with pytest.raises(ValueError, match="routing alike; measure without init="):
         covariances(net, x, init=rerouted)
+
+
+def test_layers_run_without_autograd_are_refused_and_non_reentrant_checkpoints_measured():
+    """A reentrant torch.utils.checkpoint runs its forward without autograd: no gradient would reach the layers
+    inside (K = 0 and NaN NFCs). The non-reentrant one records the graph as usual."""
+    from torch.utils.checkpoint import checkpoint
+
+    class Checkpointed(nn.Module):
+        def __init__(self, reentrant):
+            super().__init__()
+            self.a, self.b, self.reentrant = nn.Linear(4, 6), nn.Linear(6, 3), reentrant
+
+        def forward(self, x):
+            return self.b(checkpoint(lambda h: self.a(h).tanh(), x, use_reentrant=self.reentrant))
+
+    torch.manual_seed(0)
+    x, net = torch.randn(5, 4, dtype=torch.float64), Checkpointed(None).double()
+    plain = nn.Sequential(net.a, nn.Tanh(), net.b)
+    expected = agop(plain, x)
+    net.reentrant = False
+    got = agop(net, x)
+    torch.testing.assert_close(got["a"], expected["0"], rtol=1e-12, atol=0)
+    net.reentrant = True
+    with pytest.warns(UserWarning, match="None of the inputs have requires_grad"), \
+            pytest.raises(ValueError, match=r"layers \['a'\] ran without autograd.*use_reentrant=False"):
+        agop(net, x)

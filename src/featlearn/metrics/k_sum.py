@@ -216,7 +216,14 @@ def _run(run: Run, batch: torch.Tensor, by_site: dict[str, list[Layer]], output:
     shifts, in call order. Every layer must run in the ``first`` batch, before any backward pass (one that never runs
     is refused); in a later batch a layer may not run (conditional computation: an expert no token was routed to),
     and that batch adds nothing to its K."""
-    returned, shifts, _ = run(batch)
+    returned, shifts, values = run(batch)
+    untracked = [layer.name for site, each in values.items() if not all(h.requires_grad for h in each)
+                 for layer in by_site[site]]
+    if untracked:
+        raise ValueError(f"layers {untracked} ran without autograd (inside torch.no_grad(), or a "
+                         "torch.utils.checkpoint with use_reentrant=True, which runs its forward so), so no gradient "
+                         "reaches them and their K would be zero: checkpoint with use_reentrant=False, or measure "
+                         "without checkpointing")
     missing = [layer.name for site, layers in by_site.items() if site not in shifts for layer in layers]
     if missing and first:
         called = [layer.name for site, layers in by_site.items() if site in shifts for layer in layers]
