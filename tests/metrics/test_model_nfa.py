@@ -181,7 +181,10 @@ class _Named(nn.Module):
      r"init= has no module '2'"),
     (lambda net, x: measure_nfa(net, x, output=lambda out: out.sum()), ValueError, r"output= gave a scalar"),
     (lambda net, x: measure_nfa(_Named(net), x), TypeError, r"returned \(dict\); pass output=.*out\[\"out\"\]"),
+    (lambda net, x: measure_nfa(torch.jit.script(net), x), TypeError, r"model= is a TorchScript module"),
+    (lambda net, x: measure_nfa(net, x, torch.jit.trace(net, x)), TypeError, r"init= is a TorchScript module"),
 ])
+@pytest.mark.filterwarnings("ignore:`torch.jit:FutureWarning")  # deprecated, but users still hold scripted models
 def test_every_bad_input_gets_a_message_naming_the_argument(call, error, match):
     with pytest.raises(error, match=match):
         call(_mlp_net(), torch.randn(4, 5, dtype=torch.float64))

@@ -122,7 +122,7 @@ def measure_nfa(model: nn.Module, x: torch.Tensor, init: nn.Module | None = None
     ``attrs["notes"]`` say which layers and why.
     """
     x, sample_dim = checked_x(x, batch_size, probes, sample_dim)
-    model, init = uncompiled(model), uncompiled(init)
+    model, init = uncompiled(model), uncompiled(init, "init")
     found, skipped = chosen_layers(model, layers, warn=True)
     if init is not None:
         checked_init(model, init, found)
