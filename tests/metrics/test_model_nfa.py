@@ -190,15 +190,16 @@ def test_every_bad_input_gets_a_message_naming_the_argument(call, error, match):
         call(_mlp_net(), torch.randn(4, 5, dtype=torch.float64))
 
 
-def test_a_compiled_model_is_measured_through_the_module_it_wraps():
-    """torch.compile's graph runs without the forward hooks that measure: its original module is measured instead,
-    under the original layer names."""
+def test_a_compiled_or_data_parallel_model_is_measured_through_the_module_it_wraps():
+    """torch.compile's graph runs without the forward hooks that measure, nn.DataParallel's replicas would run them on
+    other devices: the module they wrap is measured instead, under its own layer names."""
     net, x = _mlp_net(), torch.randn(4, 5, dtype=torch.float64)
     init = copy.deepcopy(net)
     with torch.no_grad():
         net[0].weight.add_(0.1), net[2].weight.add_(0.1)
     xarray.testing.assert_identical(measure_nfa(torch.compile(net), x, torch.compile(init)), measure_nfa(net, x, init))
     assert agop(torch.compile(net), x).keys() == {"0", "2"}
+    xarray.testing.assert_identical(measure_nfa(nn.DataParallel(torch.compile(net)), x), measure_nfa(net, x))
     got, expected = covariances(torch.compile(net), x, init=torch.compile(init)), covariances(net, x, init=init)
     assert all(torch.equal(got[i][name], expected[i][name]) for i in (0, 1) for name in expected[0])
 

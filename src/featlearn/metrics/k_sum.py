@@ -89,15 +89,21 @@ def checked_x(x: object, batch_size: int, probes: int | None, sample_dim: int) -
     return (x.clone() if x.is_inference() else x), sample_dim
 
 
-def uncompiled(model: nn.Module | None, argument: str = "model") -> nn.Module | None:
-    """The module that ``torch.compile`` wrapped (its compiled graph runs without the forward hooks that measure, and
-    its layers' names gain a prefix), or ``model`` itself: the same function, measured through its modules. A
-    TorchScript module, which keeps no Python module to measure through, is refused naming ``argument``."""
+def unwrapped(model: nn.Module | None, argument: str = "model") -> nn.Module | None:
+    """The module to measure through: the one that ``torch.compile`` (whose graph runs without the forward hooks that
+    measure), ``nn.DataParallel`` or ``DistributedDataParallel`` (whose replicas would run them on other devices)
+    wraps, under its own layer names, or ``model`` itself; the same function either way. A TorchScript module, which
+    keeps no Python module to measure through, is refused naming ``argument``."""
     if isinstance(model, torch.jit.ScriptModule):
         raise TypeError(f"{argument}= is a TorchScript module (torch.jit.script or trace), which runs no forward "
                         "hooks: pass the nn.Module it was made from")
-    original = getattr(model, "_orig_mod", None)
-    return original if isinstance(original, nn.Module) else model
+    while True:
+        if isinstance(model, nn.DataParallel | nn.parallel.DistributedDataParallel):
+            model = model.module
+        elif isinstance(getattr(model, "_orig_mod", None), nn.Module):
+            model = model._orig_mod
+        else:
+            return model
 
 
 def checked_init(model: nn.Module, init: nn.Module, layers: list[Layer]) -> None:
@@ -344,7 +350,7 @@ def covariances(model: nn.Module, x: torch.Tensor, layers: Collection[str] | Non
     ``batch_size`` as well as the seed.
     """
     x, sample_dim = checked_x(x, batch_size, probes, sample_dim)
-    model, init = uncompiled(model), uncompiled(init, "init")
+    model, init = unwrapped(model), unwrapped(init, "init")
     found, _ = chosen_layers(model, layers, warn=False)
     ks = k_sums(model, x, found, init, batch_size, probes, generator, output, sample_dim, chunk_bytes, fast)
     return ks[0], ks[1] if init is not None else None

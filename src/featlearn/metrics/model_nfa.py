@@ -28,7 +28,7 @@ from featlearn.metrics.k_sum import (
     k_sums,
     listed,
     logits,
-    uncompiled,
+    unwrapped,
 )
 from featlearn.metrics.layers import Layer
 
@@ -45,7 +45,7 @@ def agop(model: nn.Module, x: torch.Tensor, layers: Collection[str] | None = Non
     """The AGOP WᵀKW (float64, on x's device) of every layer of ``model`` over the samples ``x`` (n, …), by layer
     name; ``layers`` picks some by name. Options as ``measure_nfa``."""
     x, sample_dim = checked_x(x, batch_size, probes, sample_dim)
-    model = uncompiled(model)
+    model = unwrapped(model)
     found, _ = chosen_layers(model, layers, warn=True)
     (ks,) = k_sums(model, x, found, None, batch_size, probes, generator, output, sample_dim, fast=True)
     return {layer.name: nfa.agop(layer.matrix(model), ks[layer.name]) for layer in found}
@@ -122,7 +122,7 @@ def measure_nfa(model: nn.Module, x: torch.Tensor, init: nn.Module | None = None
     ``attrs["notes"]`` say which layers and why.
     """
     x, sample_dim = checked_x(x, batch_size, probes, sample_dim)
-    model, init = uncompiled(model), uncompiled(init, "init")
+    model, init = unwrapped(model), unwrapped(init, "init")
     found, skipped = chosen_layers(model, layers, warn=True)
     if init is not None:
         checked_init(model, init, found)
