@@ -146,11 +146,11 @@ def _is_weighted(module: nn.Module) -> bool:
             and next(module.children(), None) is None)
 
 
-def _matrix_parameters(model: nn.Module, held: set[int]) -> dict[str, str]:
-    """The parameters with two or more dimensions longer than 1 that no module in ``held`` (by id) owns, by name,
-    with their shape and ``OTHER_MATRIX``: what ``scan`` names besides whole modules, so that no matrix goes
-    unmeasured without a word. A parameter shared with a measured layer (tied weights) counts as held."""
-    held_parameters = {id(p) for module in model.modules() if id(module) in held for p in module.parameters()}
+def _matrix_parameters(model: nn.Module, named: set[str]) -> dict[str, str]:
+    """The parameters with two or more dimensions longer than 1 that none of the ``named`` modules (measured or
+    skipped, by path) holds, by name, with their shape and ``OTHER_MATRIX``: what ``scan`` names besides whole
+    modules, so that no matrix goes unmeasured without a word. A parameter tied to a named module's counts as held."""
+    held_parameters = {id(p) for path in named for p in model.get_submodule(path).parameters()}
     found = {}
     for path, module in model.named_modules():
         for name, p in module._parameters.items():
@@ -166,18 +166,15 @@ def scan(model: nn.Module) -> tuple[list[Layer], dict[str, str]]:
     """Every measurable layer of ``model`` in module order, and the modules with weights that are not measured (and
     other matrix-shaped parameters, ``_matrix_parameters``), by name, each with the reason and how to measure it
     where there is a way."""
-    found, skipped, inside_attention, held = [], {}, set(), set()
+    found, skipped, inside_attention = [], {}, set()
     for path, module in model.named_modules():
         if isinstance(module, nn.MultiheadAttention):
             inside_attention.add(module.out_proj)  # its forward never runs: F.multi_head_attention_forward
             found.extend(_attention_layers(path, module))
-            held.add(id(module))
             continue
         if isinstance(module, CONVS):
             found.append(Layer(path, path, "conv", path, 1, slice(None), _conv_matrix))
-            held.add(id(module))
             continue
-        held.add(id(module))  # every case below measures or names it, but the last
         reason = next((why for types, why in NOT_MEASURED if isinstance(module, types)), None)
         if reason is not None:
             skipped[path] = f"{type(module).__name__}: {reason}"
@@ -192,14 +189,13 @@ def scan(model: nn.Module) -> tuple[list[Layer], dict[str, str]]:
                 skipped[path] = f"{type(module).__name__}: {OTHER_WEIGHT}"
                 continue
         else:
-            held.discard(id(module))
             continue
         out_features, in_features = read(module).shape
         fused = path.rpartition(".")[2] in FUSED_QKV and out_features == 3 * in_features
         parts = _thirds(in_features) if fused else {"": slice(None)}
         found.extend(Layer(f"{path}.{p}" if p else path, path, "attention" if fused else "linear", path, -1, rows,
                            read) for p, rows in parts.items())
-    return found, skipped | _matrix_parameters(model, held)
+    return found, skipped | _matrix_parameters(model, {layer.path for layer in found} | set(skipped))
 
 
 def find_layers(model: nn.Module, names: Collection[str] | None = None) -> list[Layer]:
