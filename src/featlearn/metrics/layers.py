@@ -150,9 +150,10 @@ def _matrix_parameters(model: nn.Module, named: set[str]) -> dict[str, str]:
     """The parameters with two or more dimensions longer than 1 that none of the ``named`` modules (measured or
     skipped, by path) holds, by name, with their shape and ``OTHER_MATRIX``: what ``scan`` names besides whole
     modules, so that no matrix goes unmeasured without a word. A parameter tied to a named module's counts as held."""
-    held_parameters = {id(p) for path in named for p in model.get_submodule(path).parameters()}
+    modules = dict(model.named_modules())
+    held_parameters = {id(p) for path in named for p in modules[path].parameters()}
     found = {}
-    for path, module in model.named_modules():
+    for path, module in modules.items():
         for name, p in module._parameters.items():
             if (isinstance(p, nn.Parameter) and not isinstance(p, nn.parameter.UninitializedParameter)
                     and id(p) not in held_parameters and sum(size > 1 for size in p.shape) >= 2):
