@@ -97,7 +97,10 @@ def test_layer_bytes_bounds_the_peak_where_the_solve_does_not_set_it(n, d, width
 @PEAK_RSS
 def test_a_layer_that_may_overwrite_its_input_saves_the_normalized_copy():
     n, d = 600, 2400  # the thin route: X (n, d) is 4 N×N buffers here, so its copy shows
-    copy, in_place = (layer_peak(n, "laplace", d, 64, overwrite=overwrite) for overwrite in (False, True))
+    # the least of three runs each: a process's peak RSS moves by ±5 MB from run to run (the saving measured 0.8-1.5
+    # copies in single runs), always upwards of what the layer needs
+    copy, in_place = (min(layer_peak(n, "laplace", d, 64, overwrite=overwrite) for _ in range(3))
+                      for overwrite in (False, True))
     assert copy - in_place > 0.8 * 8 * n * d, f"normalizing in place saved {(copy - in_place) / 1e6:.0f} MB"
     assert layer_bytes(n, d, 64) - layer_bytes(n, d, 64, overwrite=True) == 8 * n * d
 
