@@ -196,7 +196,8 @@ def test_a_compiled_or_data_parallel_model_is_measured_through_the_module_it_wra
     net, x = _mlp_net(), torch.randn(4, 5, dtype=torch.float64)
     init = copy.deepcopy(net)
     with torch.no_grad():
-        net[0].weight.add_(0.1), net[2].weight.add_(0.1)
+        for layer in (net[0], net[2]):
+            layer.weight.add_(0.1)
     xarray.testing.assert_identical(measure_nfa(torch.compile(net), x, torch.compile(init)), measure_nfa(net, x, init))
     assert agop(torch.compile(net), x).keys() == {"0", "2"}
     xarray.testing.assert_identical(measure_nfa(nn.DataParallel(torch.compile(net)), x), measure_nfa(net, x))
