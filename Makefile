@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 CORES ?= $(shell nproc)
 
-.PHONY: figures readme manifest compare test lint slurm clean-results
+.PHONY: figures claims manifest compare test lint slurm clean-results
 
 $(VENV)/.installed: requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -36,7 +36,7 @@ figures: $(VENV)/.installed
 	@cat results/$$(cat results/scale.txt)/reproduction/check.txt
 
 # publish this build's manifest as reproduction/<scale>.json, the one every later build is checked against (after
-# `make figures`, on purpose: commit it with the README's claims block of the same build)
+# `make figures`, on purpose: commit it with the claims blocks of docs/claims.md from the same build)
 manifest: $(VENV)/.installed
 	$(BIN)/snakemake --cores $(CORES) publish_manifest
 
@@ -44,9 +44,9 @@ manifest: $(VENV)/.installed
 compare: $(VENV)/.installed
 	$(BIN)/python -m featlearn.pipeline.reproduction compare $(A) $(B)
 
-# rewrite the README's claims block from the quick-scale claims (after `make figures`)
-readme: $(VENV)/.installed
-	$(BIN)/snakemake --cores $(CORES) readme_claims
+# rewrite the quick-scale claims block of docs/claims.md from the quick-scale claims (after `make figures`)
+claims: $(VENV)/.installed
+	$(BIN)/snakemake --cores $(CORES) claims_doc
 
 test: $(VENV)/.installed $(VENV)/slurm/.installed
 	$(BIN)/ruff check .
@@ -56,7 +56,7 @@ test: $(VENV)/.installed $(VENV)/slurm/.installed
 	$(BIN)/pytest
 
 # ruff (Python; the rule files are snakefmt's), the import layers, snakefmt, and `snakemake --lint` but the lints
-# README's "Lint" section accepts
+# docs/testing.md's "Lint" section accepts
 lint: $(VENV)/.installed
 	$(BIN)/ruff check .
 	$(BIN)/lint-imports

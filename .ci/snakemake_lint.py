@@ -1,5 +1,5 @@
 """`snakemake --lint` on a copy of the workflow (parsing the Snakefile writes stamps under results/, which the checkout
-keeps for its own builds); fails on every lint but the accepted ones, which README's "Lint" section explains.
+keeps for its own builds); fails on every lint but the accepted ones, which docs/testing.md's "Lint" section explains.
 
 Run by `make lint` and `make test`: `.venv/bin/python .ci/snakemake_lint.py`.
 """
@@ -14,7 +14,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
-# The lints this workflow keeps, by title (for every rule, or for the rules named), with the reason (README, "Lint").
+# The lints this workflow keeps, by title (for every rule, or for the rules named), with the reason (docs/testing.md,
+# "Lint").
 ACCEPTED = {
     "Specify a conda environment or container for each rule.": (
         None, "one pinned environment runs every rule (requirements.txt, or environment.yml for conda); a per-rule "

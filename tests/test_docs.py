@@ -1,11 +1,13 @@
-"""The project's documentation lives in the repository: nothing outside docs/ cites a document a clone lacks, and
-every relative link of the README and docs/ reaches a file that exists."""
+"""The project's documentation lives in the repository: nothing outside docs/ cites a document a clone lacks, every
+relative link of the README and docs/ reaches a file that exists, and the README stays a short way into docs/."""
 
 import re
 import subprocess
 from pathlib import Path
 
 import pytest
+
+from featlearn.claims.report import README_SCALES, markers
 
 ROOT = Path(__file__).resolve().parents[1]
 # Written apart so that this file does not match itself.
@@ -41,7 +43,9 @@ def _documents() -> list[Path]:
 
 
 def test_docs_exist():
-    assert {"design.md", "layout.md"} <= {p.name for p in (ROOT / "docs").glob("*.md")}
+    pages = {"claims", "design", "extending", "faults", "layout", "own-model", "paper-scale", "reproducibility",
+             "running", "testing"}
+    assert {f"{page}.md" for page in pages} <= {p.name for p in (ROOT / "docs").glob("*.md")}
     assert {p.stem for p in (ROOT / "docs" / "figures").glob("*.md")} == {"alignment", "collapse", "tangent"}
 
 
@@ -55,3 +59,21 @@ def test_relative_links_reach_files(doc):
         if not (doc.parent / path).exists():
             broken.append(target)
     assert not broken, f"{doc.relative_to(ROOT)} links to missing files: {broken}"
+
+
+def test_the_readme_is_a_doorway():
+    """Under 200 lines, and every page of docs/ one link away: the long sections live in their pages."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) < 200
+    linked = {target.split("#", 1)[0] for target in LINK.findall(text)}
+    missing = [f"docs/{p.name}" for p in sorted((ROOT / "docs").glob("*.md")) if f"docs/{p.name}" not in linked]
+    assert not missing, f"README.md links to no {missing}"
+
+
+@pytest.mark.parametrize("scale", README_SCALES)
+def test_the_claims_page_holds_each_scale_s_block(scale):
+    """The rule `claims_doc` rewrites between these markers of docs/claims.md; the README holds none."""
+    begin, end = markers(scale)
+    text = (ROOT / "docs" / "claims.md").read_text(encoding="utf-8")
+    assert text.count(begin) == text.count(end) == 1 and text.index(begin) < text.index(end)
+    assert begin not in (ROOT / "README.md").read_text(encoding="utf-8")

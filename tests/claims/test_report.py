@@ -70,7 +70,7 @@ def test_each_scale_rewrites_its_own_block_and_keeps_the_other():
     paper = update_readme(README, "| paper table |\n", "paper")
     assert "old quick" in paper and "old paper" not in paper and "| paper table |" in paper
     assert paper.index("| paper table |") > paper.index(PAPER_BEGIN) and paper.endswith(f"{PAPER_END}\n\nmore\n")
-    assert "`snakemake readme_claims --config scale=paper` from results/paper/claims/*.json" in paper
+    assert "`snakemake claims_doc --config scale=paper` from results/paper/claims/*.json" in paper
     both = update_readme(paper, "| quick table |\n", "quick")
     assert "old quick" not in both and "| paper table |" in both and "| quick table |" in both
     assert both.index("| quick table |") < both.index(QUICK_END) < both.index("| paper table |")

@@ -1,5 +1,5 @@
 # Stage 1: datasets, one file per parameter set, shared by every experiment that reads it.
-# Both rules may be cached between workflows (`--cache`, README): a cached rule may have no benchmark file (a run
+# Both rules may be cached between workflows (`--cache`, docs/running.md): a cached rule may have no benchmark file (a run
 # taken from the cache has no time to record), so the job's usage record (seconds, peak memory) stands in for it.
 
 

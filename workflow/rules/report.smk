@@ -1,5 +1,5 @@
 # Stage 5: the papers' claims checked against the metric stores (results/<scale>/claims/<paper>.json), the claims table
-# (markdown and the report's HTML page), the README's claims block, and the Snakemake report's global text.
+# (markdown and the report's HTML page), the claims blocks of docs/claims.md, and the Snakemake report's global text.
 # `snakemake --report report.html` then gives one HTML file: figures, claims, runtimes and provenance. Every rule here
 # takes a second or two: on a cluster they run where Snakemake runs (localrule), never as jobs of their own.
 
@@ -8,7 +8,7 @@ report: "../report/workflow.rst"
 
 
 # The claims of each paper read the stores of PLAN.claim_stores (the experiments config.yaml defines and this machine's
-# data reaches). The README keeps one claims block per scale of featlearn.claims.report.README_SCALES (quick and
+# data reaches). docs/claims.md keeps one claims block per scale of featlearn.claims.report.README_SCALES (quick and
 # paper); a rehearsal or a smoke build leaves it alone.
 
 
@@ -56,25 +56,25 @@ rule claims_table:
         "../scripts/claims_table.py"
 
 
-# Rewrites only the block between this scale's claims markers of README.md (a tracked file, so not a declared output:
-# the stamp records what was written). Run on purpose (`snakemake readme_claims`, `--config scale=paper` for the
+# Rewrites only the block between this scale's claims markers of docs/claims.md (a tracked file, so not a declared output:
+# the stamp records what was written). Run on purpose (`snakemake claims_doc`, `--config scale=paper` for the
 # paper block), never by `all`.
-rule readme_claims:
+rule claims_doc:
     input:
         claims=expand(f"{RESULTS}/claims/{{paper}}.json", paper=PLAN.papers),
-        code=deps.job_code("readme_claims"),
+        code=deps.job_code("claims_doc"),
     output:
-        f"{RESULTS}/claims/readme.stamp",
+        f"{RESULTS}/claims/doc.stamp",
     log:
-        f"{RESULTS}/logs/claims/readme.log",
+        f"{RESULTS}/logs/claims/doc.log",
     benchmark:
-        f"{RESULTS}/benchmarks/claims/readme.tsv"
+        f"{RESULTS}/benchmarks/claims/doc.tsv"
     localrule: True
     resources:
         runtime=request("runtime", "light"),
         mem_mb=request("mem_mb", "light"),
     params:
-        readme="README.md",
+        doc="docs/claims.md",
         figures=PLAN.readme_figures,
     script:
-        "../scripts/readme_claims.py"
+        "../scripts/claims_doc.py"

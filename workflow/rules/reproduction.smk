@@ -1,6 +1,6 @@
 # Stage 6: whether this build reproduced the published one (featlearn.pipeline.reproduction). `manifest` digests every run
 # and store the figures read, and the claims' verdicts; `reproduction_check` holds it to reproduction/<scale>.json,
-# the manifest published from a build by `publish_manifest` (run on purpose, like readme_claims, never by `all`).
+# the manifest published from a build by `publish_manifest` (run on purpose, like claims_doc, never by `all`).
 import os
 
 PUBLISHED_MANIFEST = f"reproduction/{TAG}.json"

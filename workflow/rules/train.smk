@@ -1,5 +1,5 @@
 # Stage 2: one job per training run; snapshots on the measurement schedule. Cacheable between workflows (`--cache`,
-# README), hence no benchmark file: the usage record (seconds, peak memory) stands in for it.
+# docs/running.md), hence no benchmark file: the usage record (seconds, peak memory) stands in for it.
 
 
 rule train:

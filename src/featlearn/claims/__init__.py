@@ -4,7 +4,7 @@ A claim (``core``) is a check over named stores that returns its criterion as te
 (``terms``), through the store readers of ``reading``; a failure carries the finding of its diagnosis, its evidence
 kept as numbers with their source (``diagnoses``), and every verdict its margin (``margins``). ``records`` writes a
 paper's checks to its claims file and reads them back; ``report`` renders them: the markdown table, the HTML page of
-the Snakemake report and the README block, filling each finding's text with its evidence.
+the Snakemake report and the blocks of docs/claims.md, filling each finding's text with its evidence.
 
 ``REGISTRY`` maps each paper to its list of claims, in figure order.
 """

@@ -1,5 +1,5 @@
 """A paper's claims file (results/<scale>/claims/<paper>.json): its checks, a count per verdict and the stores'
-provenance, written by the claims rule and read back by the table, the report page and the README block."""
+provenance, written by the claims rule and read back by the table, the report page and docs/claims.md."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ holds each of them at AVX2, which every x86-64 CPU of the last decade has, so th
 
 * ``MKL_CBWR=AVX2``: MKL's conditional numerical reproducibility on its AVX2 branch (fixed kernels, cache sizes and
   reduction order). Intel documents the branch for Intel CPUs; elsewhere MKL takes its AUTO branch in the same
-  reproducible mode, so AMD and Intel machines may still differ from each other (the README says what was measured).
+  reproducible mode, so AMD and Intel machines may still differ from each other (docs/reproducibility.md says what was
+  measured).
 * ``ONEDNN_MAX_CPU_ISA=AVX2`` and ``ATEN_CPU_CAPABILITY=avx2``: convolutions and ATen's kernels at AVX2.
 * ``NPY_DISABLE_CPU_FEATURES`` and ``OPENBLAS_CORETYPE``: numpy's ufunc loops and BLAS at AVX2 (Haswell).
 

@@ -40,7 +40,7 @@ GPU_SCALES = ("paper",)
 
 # (runtime in minutes, mem_mb) by scale and weight, for a job the projection does not cover: × the attempt number on a
 # retry. Quick-scale memory is about twice the peak RSS measured in results/quick/benchmarks/. Paper scale: generous
-# defaults until a rehearsal on the cluster's own nodes has measured every job (README, "The paper scale").
+# defaults until a rehearsal on the cluster's own nodes has measured every job (docs/paper-scale.md).
 JOB_RESOURCES = {
     "smoke": {"light": (5, 1000), "cpu": (10, 1000), "gpu": (10, 2000)},
     "quick": {"light": (10, 1000), "cpu": (30, 2000), "gpu": (60, 4000)},
