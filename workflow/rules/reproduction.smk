@@ -30,7 +30,8 @@ rule reproduction_check:
         published=[PUBLISHED_MANIFEST] if os.path.exists(PUBLISHED_MANIFEST) else [],
         code=deps.job_code("reproduction_check"),
     output:
-        f"{RESULTS}/reproduction/check.txt",
+        summary=f"{RESULTS}/reproduction/check.txt",  # a few lines: what `make figures` prints
+        details=f"{RESULTS}/reproduction/check-details.md",  # every differing variable, its gap and tolerance
     log:
         f"{RESULTS}/logs/reproduction/check.log",
     localrule: True

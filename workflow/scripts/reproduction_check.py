@@ -1,17 +1,23 @@
-import json
 from pathlib import Path
 
 from featlearn.pipeline.jobs import start
-from featlearn.pipeline.manifests import check, read_manifest
+from featlearn.pipeline.manifests import REBUILD, check, published_manifest, read_manifest
 
 log = start(snakemake.log[0])
-where = Path(snakemake.output[0]).parents[1]  # results/<tag>/reproduction/check.txt
-built = json.loads(Path(snakemake.input.built).read_text())
-if snakemake.input.published:
-    text, _ = check(built, read_manifest(Path(snakemake.input.published[0])), where)
+summary_path, details_path = Path(snakemake.output.summary), Path(snakemake.output.details)
+where = summary_path.parents[1]  # results/<tag>/reproduction/check.txt
+built = read_manifest(Path(snakemake.input.built), REBUILD)
+reference = Path(snakemake.params.published)
+published = published_manifest(reference)  # refused, with the git command, if a tracked one was deleted
+if published is not None:
+    report = check(built, published, str(where), str(reference), str(details_path))
+    text, details = report.summary, report.details
 else:
-    text = (f"Reproduction check of {where}: no published manifest ({snakemake.params.published}) "
-            f"for this scale; `snakemake publish_manifest` writes one from this build\n")
-Path(snakemake.output[0]).write_text(text)
+    text = (f"Reproduction check of {where}: scale {built['scale']} has no published manifest ({reference} was "
+            "never committed), so there is nothing to hold this build to; `make manifest` publishes this build as "
+            "the reference every later build of this scale is held to: do it on purpose, and commit it\n")
+    details = text
+summary_path.write_text(text)
+details_path.write_text(details)
 print(text, end="")
 log.info("%s", text)

@@ -11,7 +11,10 @@ check
 job). ``compare`` holds two ``results/`` trees to each other, every value, within a tolerance: 0 between CPU builds
 and between builds on the same GPU model, ``GPU_RTOL`` where a GPU's kernels meet the CPU's or another card's.
 
-``python -m featlearn.pipeline.reproduction compare A B`` prints the comparison of two trees (``make compare``).
+``python -m featlearn.pipeline.reproduction compare A B`` prints the comparison of two trees (``make compare``);
+``python -m featlearn.pipeline.reproduction check-manifest OTHER.json`` holds another build's manifest to the published
+one of its scale, as the build's own check does (exit 0 when no claim's verdict is contradicted, 1 when one is, 2 when
+a manifest is refused).
 """
 
 from __future__ import annotations
@@ -26,10 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from featlearn.pipeline.manifests import SEAL, seal
+from featlearn.pipeline.manifests import SEAL, ManifestError, check, published_manifest, read_manifest, seal
+from featlearn.pipeline.sensitivity import GPU_RTOL
 
 WALL_CLOCK = {"seconds"}  # how long a machine took: part of no result
-GPU_RTOL = 1e-5  # measured between CUDA and CPU stores of the smoke build (largest 1.4e-6)
+OTHER_BUILD = "get it again from the build that wrote it (its results/<scale>/reproduction/manifest.json)"
 
 
 def _leaves(obj: Any, path: str = "") -> Iterator[tuple[str, Any]]:
@@ -207,20 +211,50 @@ def compare(a: Path, b: Path, rtol: float | None = None) -> tuple[str, bool]:
     return "\n".join(lines) + "\n", ok
 
 
+def check_manifest(other: Path, published: Path | None = None, details: Path | None = None) -> tuple[str, bool]:
+    """Hold another build's manifest to the published one of its scale (``reproduction/<scale>.json`` unless
+    ``published``): the check's summary, and whether no claim's verdict is contradicted; the per-variable table is
+    written to ``details`` if given."""
+    built = read_manifest(other, OTHER_BUILD)
+    reference = published or Path("reproduction") / f"{built['scale']}.json"
+    held = published_manifest(reference)
+    if held is None:
+        raise ManifestError(f"{reference} does not exist and git never had it: scale {built['scale']!r} has no "
+                            "published manifest; run from the repository root, or name one with --published")
+    report = check(built, held, str(other), str(reference), str(details) if details else None)
+    if details:
+        details.write_text(report.details)
+    return report.summary, report.ok
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m featlearn.pipeline.reproduction",
-                                     description="Compare two results/<tag> trees store by store.")
+                                     description="Compare two results/<tag> trees store by store, or hold another "
+                                                 "build's manifest to the published one.")
     sub = parser.add_subparsers(dest="command", required=True)
     cmp = sub.add_parser("compare", help="every value of two builds' runs and stores")
     cmp.add_argument("a", type=Path)
     cmp.add_argument("b", type=Path)
     cmp.add_argument("--rtol", type=float, default=None,
                      help=f"largest relative difference allowed (default: 0 on one device model, else {GPU_RTOL})")
+    chk = sub.add_parser("check-manifest", help="another build's manifest held to the published one of its scale "
+                                                "(exit 0: no claim's verdict contradicted; 1: some; 2: refused)")
+    chk.add_argument("other", type=Path, help="another build's results/<scale>/reproduction/manifest.json")
+    chk.add_argument("--published", type=Path, default=None,
+                     help="the manifest to hold it to (default: reproduction/<its scale>.json)")
+    chk.add_argument("--details", type=Path, default=None, help="write every differing variable's gap there")
     args = parser.parse_args(argv)
-    for tree in (args.a, args.b):
-        if not tree.is_dir():
-            parser.error(f"{tree} is not a folder; give two results/<tag> folders, e.g. results/quick")
-    text, ok = compare(args.a, args.b, args.rtol)
+    if args.command == "check-manifest":
+        try:
+            text, ok = check_manifest(args.other, args.published, args.details)
+        except (ManifestError, FileNotFoundError) as e:
+            print(e, file=sys.stderr)
+            return 2
+    else:
+        for tree in (args.a, args.b):
+            if not tree.is_dir():
+                parser.error(f"{tree} is not a folder; give two results/<tag> folders, e.g. results/quick")
+        text, ok = compare(args.a, args.b, args.rtol)
     print(text, end="")
     return 0 if ok else 1
 
