@@ -1,8 +1,10 @@
-"""Deep Recursive Feature Machines as an estimator (collapse paper Alg. 1; docs/figures/collapse.md): what Figs 1, 3–6
-need from a run.
+"""Deep Recursive Feature Machines as a scikit-learn classifier (collapse paper Alg. 1; docs/figures/collapse.md):
+what Figs 1, 3–6 need from a run, and the last layer's kernel machine as its prediction.
 
 ``DeepRFM(depth=..., kernel=..., ...).fit(X, labels)`` stacks ``depth`` layers of Algorithm 1 (``featlearn.rfm.layer``)
-and keeps what each measured, as fitted attributes and as the one labelled Dataset the pipeline stores (``dataset_``).
+and keeps what each measured, as fitted attributes and as the one labelled Dataset the pipeline stores (``dataset_``);
+``predict`` maps new points through the fitted layers and reads the last one's kernel machine. It is a scikit-learn
+estimator (``clone``, ``get_params``/``set_params`` from the constructor, ``Pipeline``, searches).
 A run holds its own copy of X on its device and lets each layer normalize it in place; it picks the solve that fits
 its device (``choose_solve``, ``featlearn.rfm.memory``), and each layer checks its memory before it allocates.
 """
@@ -11,15 +13,18 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
 import numpy as np
 import torch
 import xarray as xr
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from featlearn import hooks
 from featlearn.metrics.collapse import collapse_gram, collapse_metrics, gram_block_means, stratified_indices
-from featlearn.rfm.kernels import check_kernel
+from featlearn.rfm.features import laplace_fourier_features, relu_features
+from featlearn.rfm.kernels import check_kernel, kernel_matrix
 from featlearn.rfm.layer import DEFAULT_WIDTH, STEPS, RFMLayer, check_activation, pm_one_hot, rfm_layer
 from featlearn.rfm.memory import SOLVES, check_solve, run_bytes
 
@@ -49,10 +54,6 @@ ATTRS = {
     "class_a": {"long_name": "class a of a Gram block", "units": "1"},
     "class_b": {"long_name": "class b of a Gram block", "units": "1"},
 }
-# the hyper-parameters, in ``DeepRFM.__init__``'s order (``get_params``)
-PARAMS = ("depth", "kernel", "bandwidth", "ridge", "activation", "width", "gamma", "normalize_agop", "gram_layers",
-          "gram_per_class", "dtype", "device", "solve", "random_state")
-
 log = logging.getLogger(__name__)
 
 
@@ -80,9 +81,10 @@ def _log_layer(layer: int, depth: int, seconds: float, nc1: float, jitter: float
     log.info(msg, *args)
 
 
-class DeepRFM:
-    """Deep RFM, scikit-learn style: the hyper-parameters here, ``fit(X, y)`` runs ``depth`` layers on X (N, d) with
-    integer class labels y (N,) and keeps, per layer, what Figs 1, 3–6 read.
+class DeepRFM(ClassifierMixin, BaseEstimator):
+    """Deep RFM, a scikit-learn classifier: the hyper-parameters here, ``fit(X, y)`` runs ``depth`` layers on X (N, d)
+    (a tensor or an array) with class labels y (N,) and keeps, per layer, what Figs 1, 3–6 read; ``predict(X)`` the
+    labels of the last layer's kernel machine, ``decision_function(X)`` its scores (N, K).
 
     kernel ("laplace", "gaussian"), bandwidth L, ridge μ: each layer's kernel regression; activation ("relu", "cos"),
     width D (default 1024 / 4096), gamma: its random features; normalize_agop: M divided by its largest entry;
@@ -90,7 +92,9 @@ class DeepRFM:
     class; dtype: the features' (float64 by default: the ridgeless solve interpolates nearly collapsed points, whose
     float32 distances are noise that Ξ = k/(L r) amplifies); device: where the run computes (default: X's); solve: the
     preferred solve (``choose_solve``: the same A either way); random_state: a seed (a fresh CPU generator per fit) or
-    a ``torch.Generator``, whose state the run is a function of.
+    a ``torch.Generator``, whose state the run is a function of; predictor: keep what ``predict`` needs (each layer's
+    M_l^{1/2} and feature draw, the last layer's X and coefficients, on the CPU): False for a measurement-only run,
+    whose host memory then does not grow with depth × d².
 
     After ``fit``: ``metrics_`` {name: (depth, 3)} collapse metrics (``METRICS``) of the stages X_l, M_l^{1/2}X_l and
     Φ(M_l^{1/2}X_l) (``STAGES``; Figs 3, 4); ``jitter_`` (depth,) added to K in each solve; ``seconds_`` (depth, 5)
@@ -99,6 +103,9 @@ class DeepRFM:
     Gram (Figs 1, 5, 6); ``solve_`` the solve taken, ``width_`` D, ``n_features_in_`` d, ``classes_``; and
     ``dataset_``, all of them labelled (the store the pipeline writes). Logs one INFO line per layer (time, NC1 of X_l,
     any jitter, on CUDA the peak memory so far), so a slow run reads differently from a hung one.
+
+    Labels are classes_[k] for the codes k = 0..K−1 the layers train on (±1 one-hot targets); labels 0..K−1, all
+    present, are their own codes.
     """
 
     def __init__(
@@ -106,24 +113,13 @@ class DeepRFM:
         activation: str = "relu", width: int | None = None, gamma: float = 0.05, normalize_agop: bool = True,
         gram_layers: tuple[int, ...] = tuple(range(1, 20, 2)), gram_per_class: int = 100,
         dtype: torch.dtype = torch.float64, device: torch.device | str | None = None, solve: str = "in_place",
-        random_state: int | torch.Generator = 0,
+        random_state: int | torch.Generator = 0, predictor: bool = True,
     ) -> None:
         self.depth, self.kernel, self.bandwidth, self.ridge = depth, kernel, bandwidth, ridge
         self.activation, self.width, self.gamma, self.normalize_agop = activation, width, gamma, normalize_agop
         self.gram_layers, self.gram_per_class = gram_layers, gram_per_class
         self.dtype, self.device, self.solve, self.random_state = dtype, device, solve, random_state
-
-    def get_params(self, deep: bool = True) -> dict[str, Any]:
-        """The hyper-parameters by name, as scikit-learn's ``clone`` and searches read them."""
-        return {name: getattr(self, name) for name in PARAMS}
-
-    def set_params(self, **params: Any) -> DeepRFM:
-        """Change hyper-parameters by name; an unknown name is a ValueError naming the known ones."""
-        if unknown := set(params) - set(PARAMS):
-            raise ValueError(f"DeepRFM: unknown parameters {sorted(unknown)}; known: {PARAMS}")
-        for name, value in params.items():
-            setattr(self, name, value)
-        return self
+        self.predictor = predictor
 
     def _check(self) -> None:
         if self.depth < 1 or not all(1 <= g <= self.depth for g in self.gram_layers):
@@ -132,11 +128,22 @@ class DeepRFM:
         check_activation(self.activation, "DeepRFM")
         check_kernel(self.kernel, self.bandwidth)
 
-    def fit(self, x: torch.Tensor, y: torch.Tensor) -> DeepRFM:
-        """Run the layers on X (N, d) with integer labels y (N,); returns self. Runs on ``device`` (default: X's), on
-        its own copy of X in ``dtype`` when X has another device or dtype: pass X on the CPU and the run holds only
-        that copy on the device (``run_bytes``). Labels are moved there; the metrics are float64, the arrays NumPy."""
+    def fit(self, x: torch.Tensor | np.ndarray, y: torch.Tensor | np.ndarray) -> DeepRFM:
+        """Run the layers on X (N, d) with labels y (N,); returns self. Runs on ``device`` (default: X's), on its own
+        copy of X in ``dtype`` when X has another device or dtype: pass X on the CPU and the run holds only that copy
+        on the device (``run_bytes``). Labels are moved there; the metrics are float64, the arrays NumPy."""
         self._check()
+        if isinstance(x, torch.Tensor):
+            y = y.cpu().numpy() if isinstance(y, torch.Tensor) else np.asarray(y)
+            if x.dim() != 2 or len(x) != len(y):
+                raise ValueError(f"DeepRFM.fit: X must be (N, d) and y (N,), got {tuple(x.shape)} and {y.shape}")
+        else:  # arrays, lists, sparse matrices: scikit-learn's checks and messages
+            x, y = validate_data(self, x, y, dtype=np.float64)
+            x = torch.from_numpy(np.require(x, requirements="W"))  # a read-only array (a memmap) is copied
+        check_classification_targets(y)
+        classes, codes = np.unique(y, return_inverse=True)
+        if len(classes) < 2:
+            raise ValueError(f"DeepRFM.fit: needs samples of at least 2 classes, got 1 class ({classes[0]!r})")
         generator = (self.random_state if isinstance(self.random_state, torch.Generator)
                      else torch.Generator().manual_seed(self.random_state))
         device = x.device if self.device is None else torch.device(self.device)
@@ -147,11 +154,12 @@ class DeepRFM:
         log.info("deep_rfm: N = %d, d = %d on %s; solve: %s (%.3g GB)", n, self.n_features_in_, device,
                  SOLVES[self.solve_], run_bytes(n, self.n_features_in_, self.width_, solve=self.solve_,
                                                 dtype=self.dtype) / 1e9)
-        labels = y.to(device=device, dtype=torch.long)
+        labels = torch.as_tensor(codes.reshape(-1), dtype=torch.long, device=device)
         targets = pm_one_hot(labels)
         subset = stratified_indices(labels, self.gram_per_class)
         k = targets.shape[1]
-        self.classes_ = np.arange(k)
+        self.classes_ = classes
+        self.layers_: list[tuple[torch.Tensor, torch.Tensor | None, torch.Generator]] = []
         self.metrics_ = {name: np.full((self.depth, len(STAGES)), np.nan) for name in METRICS}
         self.jitter_, self.seconds_ = np.zeros(self.depth), np.zeros((self.depth, len(STEPS)))
         self.gram_ = np.zeros((len(gram_layers), len(subset), len(subset)))
@@ -161,12 +169,15 @@ class DeepRFM:
         hooks.current().start("layer")
         for layer in range(1, self.depth + 1):
             start = time.perf_counter()
+            draw = generator.clone_state()  # the layer's random features are its only draw: predict redraws them
             out = rfm_layer(
                 h, targets, generator, kernel=self.kernel, bandwidth=self.bandwidth, ridge=self.ridge,
                 activation=self.activation, width=self.width_, gamma=self.gamma, normalize_agop=self.normalize_agop,
                 solve=self.solve_, overwrite=owned,
             )
             self._record(layer, out, labels, subset, gram_layers)
+            if self.predictor:
+                self._keep(layer, out, draw)
             _log_layer(layer, self.depth, time.perf_counter() - start, self.metrics_["nc1"][layer - 1, 0], out.jitter,
                        device)
             hooks.current().tick()
@@ -175,6 +186,47 @@ class DeepRFM:
         self.gram_indices_ = subset.cpu().numpy()
         self.dataset_ = self._dataset(labels[subset].cpu().numpy(), n, gram_layers, generator.initial_seed())
         return self
+
+    def _keep(self, layer: int, out: RFMLayer, draw: torch.Generator) -> None:
+        """What ``predict`` needs of a layer, on the CPU: M^{1/2} and its basis and the feature draw; for the last
+        layer, the normalized X and the coefficients A of its kernel machine."""
+        basis = None if out.basis is None else out.basis.to("cpu", copy=True)
+        self.layers_.append((out.sqrt_m.to("cpu", copy=True), basis, draw))
+        if layer == self.depth:
+            self.readout_ = (out.x.to("cpu", copy=True), out.coef.to("cpu", copy=True))
+
+    def decision_function(self, x: torch.Tensor | np.ndarray) -> np.ndarray:
+        """The last layer's kernel machine on new points X (n, d) mapped through the fitted layers: f(z) = k(z, X_L) A,
+        (n, K) float64, one column per ``classes_`` entry (+1 for the class, −1 for the others at interpolation); with
+        two classes, scikit-learn's (n,): the second column less the first, positive for ``classes_[1]``."""
+        check_is_fitted(self)
+        if not hasattr(self, "readout_"):
+            raise AttributeError("DeepRFM.predict: this run was fitted with predictor=False, which keeps no readout")
+        if isinstance(x, torch.Tensor):
+            if x.dim() != 2 or x.shape[1] != self.n_features_in_:
+                raise ValueError(f"DeepRFM.predict: X must be (n, {self.n_features_in_}), got {tuple(x.shape)}")
+            z = x.to("cpu", self.dtype)
+        else:
+            z = torch.from_numpy(np.require(validate_data(self, x, dtype=np.float64, reset=False), requirements="W"))
+            z = z.to(self.dtype)
+        for sqrt_m, basis, draw in self.layers_[:-1]:
+            z = torch.nn.functional.normalize(z, dim=1)
+            coords = z if basis is None else z @ basis
+            z_tilde = coords.to(torch.float64) @ sqrt_m
+            z_tilde = (z_tilde if basis is None else z_tilde @ basis.to(torch.float64).T).to(self.dtype)
+            generator = draw.clone_state()  # the same draw again, however often predict runs
+            z = (relu_features(z_tilde, self.width_, generator) if self.activation == "relu"
+                 else laplace_fourier_features(z_tilde, self.width_, self.gamma, generator))
+        x_last, coef = self.readout_
+        z = torch.nn.functional.normalize(z, dim=1)
+        scores = (kernel_matrix(self.kernel, z.to(torch.float64), x_last.to(torch.float64), bandwidth=self.bandwidth)
+                  @ coef.to(torch.float64)).numpy()
+        return scores[:, 1] - scores[:, 0] if len(self.classes_) == 2 else scores
+
+    def predict(self, x: torch.Tensor | np.ndarray) -> np.ndarray:
+        """The class of each new point: the ``classes_`` entry of its largest score (``decision_function``)."""
+        scores = self.decision_function(x)
+        return self.classes_[(scores > 0).astype(int) if scores.ndim == 1 else scores.argmax(axis=1)]
 
     def _record(self, layer: int, out: RFMLayer, labels: torch.Tensor, subset: torch.Tensor,
                 gram_layers: tuple[int, ...]) -> None:
@@ -221,3 +273,4 @@ class DeepRFM:
         for name, attrs in ATTRS.items():
             ds[name].attrs.update(attrs)
         return ds
+

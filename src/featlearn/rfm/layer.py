@@ -46,13 +46,18 @@ def check_activation(activation: str, where: str) -> None:
 
 @dataclass
 class RFMLayer:
-    """One Deep RFM layer: its three stages (N, ·), the solve's jitter and the seconds spent per step (``STEPS``)."""
+    """One Deep RFM layer: its three stages (N, ·), the solve's jitter and the seconds spent per step (``STEPS``), and
+    what maps new points as it mapped X: the kernel machine's coefficients A (N, K), M^{1/2} in the coordinates the
+    layer solved in (``sqrt_m``) and, on the thin route, their orthonormal basis Q (``basis``; None otherwise)."""
 
     x: torch.Tensor
     x_tilde: torch.Tensor
     features: torch.Tensor
     jitter: float
     seconds: dict[str, float]
+    coef: torch.Tensor
+    sqrt_m: torch.Tensor
+    basis: torch.Tensor | None
 
 
 def _sync(device: torch.device) -> None:
@@ -115,11 +120,12 @@ def rfm_layer(
         if normalize_agop:
             m = m / max_entry(m, q)
     with _timed(seconds, "sqrt", x.device):
-        x_tilde = coords.to(torch.float64) @ psd_sqrt(m)
+        sqrt_m = psd_sqrt(m)
+        x_tilde = coords.to(torch.float64) @ sqrt_m
         x_tilde = (x_tilde if q is None else x_tilde @ q.to(torch.float64).T).to(x.dtype)
     with _timed(seconds, "features", x.device):
         if activation == "relu":
             features = relu_features(x_tilde, width, generator)
         else:
             features = laplace_fourier_features(x_tilde, width, gamma, generator)
-    return RFMLayer(x, x_tilde, features, jitter, seconds)
+    return RFMLayer(x, x_tilde, features, jitter, seconds, coef, sqrt_m, q)

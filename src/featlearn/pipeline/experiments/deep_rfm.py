@@ -65,7 +65,7 @@ def measure(unit: dict, data: list[dict], run: None, device: Any) -> Any:
         activation=model["activation"], width=model["width"], gamma=model["gamma"],
         normalize_agop=model["normalize_agop"], gram_layers=tuple(unit["gram"]["layers"]),
         gram_per_class=unit["gram"]["per_class"], dtype=torch.float64, device=device,
-        random_state=zlib.crc32(f"deep_rfm/{name}/{unit['seed']}".encode()),
+        random_state=zlib.crc32(f"deep_rfm/{name}/{unit['seed']}".encode()), predictor=False,
     ).fit(x, prepared["labels_train"])
     nc1 = rfm.metrics_["nc1"][:, 0]  # NC1 of X_l
     log.info("deep_rfm %s: NC1(X) layer 1 %.3g, layer %d %.3g; %.1f s; solve %s", name, nc1[0], model["depth"],
