@@ -29,7 +29,8 @@ def test_planning_checks_every_optimizer_without_torch():
             "from featlearn.pipeline import validation\n"
             "validation.validate(yaml.safe_load(open('config.yaml')), 'workflow/schemas/config.schema.yaml')\n"
             "modules = [importlib.import_module(m) for m in optim.DISPATCH.values()]\n"
-            "missing = [m.__name__ for m in modules for f in ('make', 'check') if not callable(getattr(m, f, None))]\n"
+            "missing = [m.__name__ for m in modules for f in ('make', 'check', 'state_copies')\n"
+            "           if not callable(getattr(m, f, None))]\n"
             "print(json.dumps([missing, 'torch' in sys.modules]))")
     assert json.loads(_run(code)) == [[], False]
 
@@ -60,3 +61,10 @@ def test_a_run_loads_exactly_its_own_optimizer(name, tmp_path):
 def test_an_unknown_optimizer_names_the_choices():
     with pytest.raises(ValueError, match=r"unknown train.optimizer 'lbfgs'; choose one of \('gd', 'sgd'"):
         optim.module("lbfgs")
+
+
+def test_each_optimizer_says_how_much_state_it_keeps():
+    """A training job's memory request counts the optimizer's state as its module says (resources.training_bytes):
+    Adam's and AdamW's two moments, one copy for the others; no table keyed by optimizer name elsewhere."""
+    copies = {name: optim.module(name).state_copies({"optimizer": name}) for name in optim.DISPATCH}
+    assert copies == {"gd": 1, "sgd": 1, "adam": 2, "adamw": 2, "slo": 1, "slo_adaptive": 1}

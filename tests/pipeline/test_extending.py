@@ -30,6 +30,10 @@ def make(model, train):
     return torch.optim.RMSprop(model.parameters(), lr=train["lr"])
 
 
+def state_copies(train):
+    return 1
+
+
 def check(exp, where, name):
     return []
 '''

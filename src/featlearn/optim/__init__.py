@@ -10,6 +10,8 @@ that ``make`` imports, as ``slo`` imports ``speed_limited``) and exposes
     make(model, train) -> torch.optim.Optimizer      the run's optimizer; ``train`` is the run's train block
     check(exp, where, name) -> [problem]             its cross-field rules for an experiment using optimizer ``name``
                                                      (what is wrong, where, the fix); [] if it has none
+    state_copies(train) -> int                       how many copies of the parameters its state holds (Adam's two
+                                                     moments: 2), which a training job's memory request counts
     before_step(optimizer, model, x, train, layer_nfcs) -> speeds | None
                                                      optional: adjusts the optimizer from the network's state before
                                                      each step and returns what the run records (adaptive SLO)

@@ -28,6 +28,11 @@ def make(model: nn.Module, train: dict) -> torch.optim.AdamW:
     return configure_adamw(model, train["lr"], tuple(train.get("betas", (0.9, 0.999))), train.get("weight_decay", 0.0))
 
 
+def state_copies(train: dict) -> int:
+    """Copies of the parameters AdamW keeps as state (a job's memory request): its two moments."""
+    return 2
+
+
 def check(exp: dict, where: str, name: str) -> list[str]:
     """The training kind's train block has no betas or weight_decay to set AdamW with."""
     if exp["kind"] == "training":

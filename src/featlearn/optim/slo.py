@@ -38,6 +38,12 @@ def before_step(optimizer: SLO, model: nn.Module, x: torch.Tensor | None, train:
     return [group["speed"] for group in optimizer.param_groups]
 
 
+def state_copies(train: dict) -> int:
+    """Copies of the parameters SLO's state is counted as (a job's memory request): one, a margin for the update's
+    temporaries (its rule keeps no buffer between steps)."""
+    return 1
+
+
 def check(exp: dict, where: str, name: str) -> list[str]:
     """``train.<name>`` must be given; the speeds go one per weight matrix of a bias-free MLP; adaptive SLO measures
     the hidden layers on synthetic inputs, which only kind training trains on."""

@@ -20,6 +20,12 @@ def make(model: nn.Module, train: dict) -> torch.optim.Optimizer:
                            weight_decay=train.get("weight_decay", 0.0))
 
 
+def state_copies(train: dict) -> int:
+    """Copies of the parameters the optimizer keeps as state (a job's memory request): Adam's two moments, else one
+    (SGD's momentum buffer; counted for gd too, which a momentum setting turns into heavy-ball)."""
+    return 2 if train["optimizer"] == "adam" else 1
+
+
 def check(exp: dict, where: str, name: str) -> list[str]:
     """No cross-field rules: the schema says all these optimizers need."""
     return []

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from featlearn import optim
 from featlearn.data import registry
 from featlearn.pipeline.experiments import KINDS
 from featlearn.pipeline.projection import read_csv, request
@@ -205,14 +206,14 @@ def _data_bytes(data: DataShape, test: bool) -> int:
 
 
 def training_bytes(unit: dict, blocks: list[dict]) -> int:
-    """A training job's GPU memory: parameters, their gradients and the optimizer's state (two copies for Adam, one
-    for momentum or an SLO rule), the training set (``train.train`` moves it to the device whole), and one batch's
-    saved activations twice (they and their gradients in the backward pass)."""
+    """A training job's GPU memory: parameters, their gradients and the optimizer's state (as many copies of the
+    parameters as its module's ``state_copies`` says), the training set (``train.train`` moves it to the device
+    whole), and one batch's saved activations twice (they and their gradients in the backward pass)."""
     data = data_shape(blocks[0])
     model = _meta_model(unit, data)
     model.train()
     train = unit["train"]
-    states = 2 if train["optimizer"] in ("adam", "adamw") else 1
+    states = optim.module(train["optimizer"]).state_copies(train)
     batch = train.get("batch_size") or data.n
     return (2 + states) * _param_bytes(model) + _data_bytes(data, False) + 2 * saved_bytes(model, _batch(unit, data,
                                                                                                            batch))
