@@ -5,7 +5,7 @@ writes stamps and spec files, which must not touch the checkout). A comment, doc
 stamp and reruns nothing. A dispatch table's lines are counted apart: changing one reruns the jobs listing its entry
 stamp (``featlearn.pipeline.deps.entry_stamp``), and a new line is measured by adding one to the copy and planning
 again: the jobs whose code inputs (paths or stamp contents) changed, and what reads their outputs. Run:
-``python benchmarks/blast_radius.py`` (``--scales`` to pick).
+``python benchmarks/blast_radius.py`` (``--scales`` to pick; ``--tiny``: the smoke DAG, one new line).
 """
 
 import argparse
@@ -58,7 +58,10 @@ def new_line_reruns(repo: Path, scale: str, jobs: list[Job], dispatcher: str) ->
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--scales", nargs="+", default=["quick", "paper"])
+    parser.add_argument("--tiny", action="store_true",
+                        help="the smoke DAG, and one dispatcher's new line: that it runs (the tests)")
     args = parser.parse_args()
+    scales, dispatchers = (["smoke"], DISPATCHERS[:1]) if args.tiny else (args.scales, DISPATCHERS)
     modules = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "src/featlearn").rglob("*.py"))
     modules += sorted(str(p.relative_to(ROOT)) for p in (ROOT / "workflow/scripts").glob("*.py"))
     entries = [(d, c, deps.entry_stamp_path(d, c)) for d in DISPATCHERS for c in deps.dispatch(d)]
@@ -67,23 +70,23 @@ def main() -> None:
         repo = Path(tmp)
         for name in ("Snakefile", "config.yaml", "workflow", "src"):
             (shutil.copytree if (ROOT / name).is_dir() else shutil.copy2)(ROOT / name, repo / name)
-        for scale in args.scales:
+        for scale in scales:
             jobs = planned_jobs(repo, scale)
             counts[scale], totals[scale] = {m: len(rerun_by(jobs, m)) for m in modules}, len(jobs)
             changed[scale] = {stamp: len(downstream(jobs, {i for i, (inputs, _) in enumerate(jobs) if stamp in inputs}))
                               for _, _, stamp in entries}
-            added[scale] = {d: len(new_line_reruns(repo, scale, jobs, d)) for d in DISPATCHERS}
-    header = " | ".join(f"{s} jobs (of {totals[s]})" for s in args.scales)
-    print(f"| module | {header} |\n|---|" + "---:|" * len(args.scales))
+            added[scale] = {d: len(new_line_reruns(repo, scale, jobs, d)) for d in dispatchers}
+    header = " | ".join(f"{s} jobs (of {totals[s]})" for s in scales)
+    print(f"| module | {header} |\n|---|" + "---:|" * len(scales))
     for module in modules:
-        cells = [f"`{module.removeprefix('src/featlearn/')}`", *(str(counts[s][module]) for s in args.scales)]
+        cells = [f"`{module.removeprefix('src/featlearn/')}`", *(str(counts[s][module]) for s in scales)]
         print("| " + " | ".join(cells) + " |")
-    print(f"\n| dispatch line | {header} |\n|---|" + "---:|" * len(args.scales))
-    for dispatcher in DISPATCHERS:
-        print(f"| `{dispatcher}`: a new line | " + " | ".join(str(added[s][dispatcher]) for s in args.scales) + " |")
+    print(f"\n| dispatch line | {header} |\n|---|" + "---:|" * len(scales))
+    for dispatcher in dispatchers:
+        print(f"| `{dispatcher}`: a new line | " + " | ".join(str(added[s][dispatcher]) for s in scales) + " |")
         for d, choice, stamp in entries:
             if d == dispatcher:
-                print(f"| `{d}`: changing `{choice!r}` | " + " | ".join(str(changed[s][stamp]) for s in args.scales)
+                print(f"| `{d}`: changing `{choice!r}` | " + " | ".join(str(changed[s][stamp]) for s in scales)
                       + " |")
 
 

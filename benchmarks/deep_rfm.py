@@ -21,7 +21,8 @@ step. Its data are synthetic, with one duplicated point so that the ridgeless so
 solve's costly case (it rebuilds K).
 Run: `python benchmarks/deep_rfm.py` (--threads N for torch's threads, --n for fewer samples);
 `python benchmarks/deep_rfm.py --memory` (--sizes to change the N; `--device cuda --n 50000` for the paper's N);
-`python benchmarks/deep_rfm.py --solves --n 4000 --repeat 2`.
+`python benchmarks/deep_rfm.py --solves --n 4000 --repeat 2`. With a small --n (and --config) each part takes seconds
+(tests/test_benchmarks.py).
 """
 
 import argparse
@@ -95,13 +96,14 @@ def step_times(n: int, repeat: int) -> None:
     xn = torch.nn.functional.normalize(x, dim=1)
     systems = [(f"layer 1, {kernel}, N={len(x)}", kernel_matrix(kernel, xn, bandwidth=2.0), y)
                for kernel in ("laplace", "gaussian")]
-    x_deep, labels_deep = mnist(1000)
+    x_deep, labels_deep = mnist(min(n, 1000))  # fewer only for a smaller --n
     y_deep = pm_one_hot(labels_deep)
     g = torch.Generator().manual_seed(0)
     for _ in range(COLLAPSED_LAYER - 1):
         x_deep = rfm_layer(x_deep, y_deep, g, kernel="gaussian", activation="relu").features
     x_deep = torch.nn.functional.normalize(x_deep, dim=1)
-    systems.append((f"layer {COLLAPSED_LAYER}, ReLU run, gaussian, N=1000", kernel_matrix("gaussian", x_deep), y_deep))
+    systems.append((f"layer {COLLAPSED_LAYER}, ReLU run, gaussian, N={len(x_deep)}", kernel_matrix("gaussian", x_deep),
+                    y_deep))
     for name, k, rhs in systems:
         t_chol, (a_chol, jitter) = best_of(lambda k=k, rhs=rhs: solve_kernel_system(k, rhs), repeat)
         t_inv, a_inv = best_of(lambda k=k, rhs=rhs: torch.linalg.inv(k) @ rhs, repeat)
@@ -138,13 +140,13 @@ def layer_peak(n: int, config: str, device: str, solve: str, overwrite: bool) ->
     return {"n": n, "seconds": seconds, "peak": peak, "jitter": out.jitter, "steps": out.seconds}
 
 
-def memory_table(sizes: list[int], device: str, threads: int, solve: str, overwrite: bool) -> None:
+def memory_table(sizes: list[int], device: str, threads: int, solve: str, overwrite: bool, configs: list[str]) -> None:
     """Part 3: peak memory of one layer per N and configuration, and the fit a + b·N + c·N²."""
     print(f"One Deep RFM layer, synthetic Gaussian classes (d = 784, K = 10, float64) on {device}, "
           f"torch threads={threads}, solve {solve} ({SOLVES[solve]}){', X normalized in place' * overwrite}; each N "
           "in a fresh process")
     env = {**os.environ, "MALLOC_MMAP_THRESHOLD_": str(1 << 20)}  # freed blocks > 1 MB leave RSS at once
-    for config in CONFIGS:
+    for config in configs:
         rows = []
         for n in sizes:
             cmd = [sys.executable, __file__, "--layer-peak", str(n), "--config", config, "--device", device,
@@ -204,15 +206,16 @@ def main() -> None:
                         help="part 3: the layer normalizes X in place, as DeepRFM runs every layer on its own copy")
     parser.add_argument("--solves", action="store_true", help="part 4: time the two solves side by side")
     parser.add_argument("--layer-peak", type=int, help=argparse.SUPPRESS)  # part 3's child process
-    parser.add_argument("--config", choices=CONFIGS, help="part 4: this configuration only")
+    parser.add_argument("--config", choices=CONFIGS, help="parts 3 and 4: this configuration only")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    configs = [args.config] if args.config else list(CONFIGS)
     if args.layer_peak:
         print(json.dumps(layer_peak(args.layer_peak, args.config, args.device, args.solve, args.overwrite)))
     elif args.memory:
-        memory_table([args.n] if args.n else args.sizes, args.device, args.threads, args.solve, args.overwrite)
+        memory_table([args.n] if args.n else args.sizes, args.device, args.threads, args.solve, args.overwrite, configs)
     elif args.solves:
-        solve_times(args.n or 4000, args.repeat, args.device, [args.config] if args.config else list(CONFIGS))
+        solve_times(args.n or 4000, args.repeat, args.device, configs)
     else:
         step_times(args.n or 5000, args.repeat)
 

@@ -11,7 +11,7 @@ Both parts run on ``--device`` (default cpu); on a GPU each call ends with a syn
 clock's and part 2 prints the peak memory allocated.
 
 Run: ``python benchmarks/measure_nfa.py [--threads N] [--repeat R] [--resnet [--resnet-n N]] [--skip-mlp]
-[--device cuda]``.
+[--device cuda]`` (``--tiny``: both parts in seconds, as the tests run it).
 """
 
 import os
@@ -30,11 +30,11 @@ from k_sum import table  # noqa: E402
 from featlearn.metrics import k_sum, model_nfa  # noqa: E402
 
 
-def resnet_line(repeat: int, n: int, device: str = "cpu") -> None:
+def resnet_line(repeat: int, n: int, device: str = "cpu", classes: int = 1000) -> None:
     import torchvision
 
     torch.manual_seed(0)
-    init = torchvision.models.resnet18()
+    init = torchvision.models.resnet18(num_classes=classes)
     model = copy.deepcopy(init)
     with torch.no_grad():
         for p in model.parameters():
@@ -53,7 +53,7 @@ def resnet_line(repeat: int, n: int, device: str = "cpu") -> None:
     pinned = best_of(synced(lambda: k_sum.covariances(model, x)), repeat=repeat)
     whole = best_of(synced(lambda: model_nfa.measure_nfa(model, x, init, matrices=False)), repeat=repeat)
     peak = f", peak GPU memory {torch.cuda.max_memory_allocated(x.device) / 2**30:.2f} GiB" if x.is_cuda else ""
-    print(f"resnet18, {n} inputs of 3×32×32, 1,000 outputs, {device}: K sum {k:.2f} s (the pipeline's pinned sum "
+    print(f"resnet18, {n} inputs of 3×32×32, {classes:,} outputs, {device}: K sum {k:.2f} s (the pipeline's pinned sum "
           f"{pinned:.2f} s), measure_nfa(init, matrices=False) {whole:.2f} s, ratio {whole / k:.2f}{peak}")
 
 
@@ -65,9 +65,15 @@ def main() -> None:
     parser.add_argument("--resnet-n", type=int, default=64, help="resnet18's inputs (default 64)")
     parser.add_argument("--skip-mlp", action="store_true")
     parser.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    parser.add_argument("--tiny", action="store_true",
+                        help="one round at 2 outputs, resnet18 with 2 outputs on 2 inputs: that it runs (the tests)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), {args.repeat} rounds")
+    if args.tiny:
+        table([2], 1, args.device)
+        resnet_line(1, 2, args.device, classes=2)
+        return
     if not args.skip_mlp:
         table([1, 10, 100], args.repeat, args.device)
     if args.resnet:

@@ -4,9 +4,10 @@ each timed in a fresh process with and without the pins, in alternation.
 
 Run from the repository root: `python benchmarks/numerics.py [--repeats 3]`. Each workload runs as a child process
 (the pins are read when torch loads), pinned and unpinned in turn, so a drift in the machine's speed falls on both;
-the table gives the median seconds of each and their ratio. The training workloads are the first quick-scale unit of
-each named experiment, trained and measured as its jobs do (synthetic data generated, real data from its offline
-source), on one thread; the convolutional networks for their first ``EPOCHS`` epochs.
+the table gives the median seconds of each and their ratio (`--tiny --repeats 1`: three small workloads, seconds).
+The training workloads are the first quick-scale unit of each named experiment, trained and measured as its jobs do
+(synthetic data generated, real data from its offline source), on one thread; the convolutional networks for their
+first ``EPOCHS`` epochs.
 """
 
 import argparse
@@ -24,8 +25,8 @@ EXPERIMENTS = ["chain_fig1", "real_mlp", "vgg_cifar", "gpt_shakespeare", "collap
 EPOCHS = 2  # the convolutional networks' quick runs take minutes; their first epochs cost what any epoch does
 
 
-def unit_workload(name: str) -> float:
-    """Train and measure the first quick unit of experiment ``name``; the seconds it took."""
+def unit_workload(name: str, scale: str = "quick") -> float:
+    """Train and measure the first unit of experiment ``name`` at ``scale``; the seconds it took."""
     import torch
     import yaml
 
@@ -36,7 +37,7 @@ def unit_workload(name: str) -> float:
     from featlearn.train import train
 
     torch.set_num_threads(1)
-    cfg = yaml.safe_load((ROOT / "config.yaml").read_text()) | {"scale": "quick"}
+    cfg = yaml.safe_load((ROOT / "config.yaml").read_text()) | {"scale": scale}
     unit = next(iter(fx.units(cfg, name).values()))
     if "epochs" in unit["train"] and unit["model"].get("arch", "mlp") != "mlp":
         unit["train"]["epochs"] = EPOCHS
@@ -51,7 +52,7 @@ def unit_workload(name: str) -> float:
     return time.perf_counter() - start
 
 
-def jacobian_workload() -> float:
+def jacobian_workload(times: int = 20) -> float:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import torch
     from jacobians import batched
@@ -63,30 +64,37 @@ def jacobian_workload() -> float:
     model = init_mlp(MLP(32, [256, 256]), [1.0, 1.0], g)
     x = torch.randn(256, 32, generator=g)
     start = time.perf_counter()
-    for _ in range(20):
+    for _ in range(times):
         batched(model, x)
     return time.perf_counter() - start
 
 
-def deep_rfm_workload() -> float:
+def deep_rfm_workload(n: int = 3000) -> float:
     import torch
 
-    from featlearn.rfm.deep_rfm import deep_rfm
+    from featlearn.rfm.deep_rfm import DeepRFM
 
     torch.set_num_threads(1)
     g = torch.Generator().manual_seed(0)
-    x, y = torch.randn(3000, 64, generator=g, dtype=torch.float64), torch.randint(0, 10, (3000,), generator=g)
+    x, y = torch.randn(n, 64, generator=g, dtype=torch.float64), torch.randint(0, 10, (n,), generator=g)
     start = time.perf_counter()
-    deep_rfm(x, y, g, depth=2, width=256, kernel="gaussian", bandwidth=10.0, ridge=1e-3, gram_layers=(1,))
+    DeepRFM(depth=2, width=256, kernel="gaussian", bandwidth=10.0, ridge=1e-3, gram_layers=(1,)).fit(x, y)
     return time.perf_counter() - start
 
 
-WORKLOADS = {**{f"train+measure {e}": ("unit", e) for e in EXPERIMENTS}, "Fig 8 Jacobians ×20": ("jacobian", ""),
-             "Deep RFM, N = 3000, 2 layers": ("deep_rfm", "")}
+WORKLOADS = {**{f"train+measure {e}": ("unit", f"quick/{e}") for e in EXPERIMENTS},
+             "Fig 8 Jacobians ×20": ("jacobian", "20"), "Deep RFM, N = 3000, 2 layers": ("deep_rfm", "3000")}
+# --tiny: that every workload runs, in seconds (the tests)
+TINY = {"train+measure chain_fig1 (smoke)": ("unit", "smoke/chain_fig1"), "Fig 8 Jacobians ×1": ("jacobian", "1"),
+        "Deep RFM, N = 300, 2 layers": ("deep_rfm", "300")}
 
 
 def child(kind: str, arg: str) -> None:
-    seconds = {"unit": lambda: unit_workload(arg), "jacobian": jacobian_workload, "deep_rfm": deep_rfm_workload}[kind]()
+    """Run one workload: ``unit`` with ``<scale>/<experiment>``, the others with their size."""
+    if kind == "unit":
+        seconds = unit_workload(*reversed(arg.split("/")))
+    else:
+        seconds = {"jacobian": jacobian_workload, "deep_rfm": deep_rfm_workload}[kind](int(arg))
     print(json.dumps(seconds))
 
 
@@ -103,13 +111,14 @@ def timed(kind: str, arg: str, pinned: bool) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--tiny", action="store_true", help="one repeat of three small workloads: that they run")
     parser.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(*args.child)
         return
     print("| workload | unpinned (s) | pinned (s) | pinned / unpinned |\n|---|---:|---:|---:|")
-    for label, (kind, arg) in WORKLOADS.items():
+    for label, (kind, arg) in (TINY if args.tiny else WORKLOADS).items():
         free, pinned = [], []
         for _ in range(args.repeats):
             free.append(timed(kind, arg, False))
