@@ -245,6 +245,16 @@ class _Run:
         return self.tr.get("loss", "mse")
 
 
+def nudge(model: nn.Module, ulps: int) -> None:
+    """Move every floating-point parameter ``ulps`` units in the last place up: a rounding twin's start
+    (``featlearn.pipeline.twins``), the least change of a run there is."""
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.is_floating_point():
+                for _ in range(ulps):
+                    p.copy_(torch.nextafter(p, torch.full_like(p, math.inf)))
+
+
 def _setup(spec: dict, data: dict, device: torch.device | str, layer_nfcs: LayerNFCs | None) -> _Run:
     """The model, its optimizer, the data on ``device``, the schedule and the minibatch generator; then the global
     generator seeded for dropout (the order of these draws is part of every run's bits)."""
@@ -252,6 +262,7 @@ def _setup(spec: dict, data: dict, device: torch.device | str, layer_nfcs: Layer
     device = torch.device(device)
     tensors = training_tensors(data)
     model = build_model(spec, data).to(device)
+    nudge(model, tr.get("nudge", 0))
     model.train()
     rule = optim.module(tr["optimizer"])
     optimizer = rule.make(model, tr)

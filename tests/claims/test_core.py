@@ -10,7 +10,7 @@ import pytest
 import xarray as xr
 
 from featlearn.claims import REGISTRY, core, reading, records
-from featlearn.claims.core import FAILED, FRAGILE, NOT_MEASURED, PASSED, Claim
+from featlearn.claims.core import FAILED, FRAGILE, NOT_INFORMATIVE, NOT_MEASURED, NOT_TRAINED, PASSED, Claim
 from featlearn.claims.diagnoses import (
     ANY_SCALE,
     AT_PAPER,
@@ -95,7 +95,7 @@ def test_json_round_trip_keeps_checks_counts_and_provenance():
     text = records.to_json("toy", "quick", checks, stores)
     header, back = records.from_json(text)
     assert back == checks
-    assert header["counts"] == {PASSED: 0, FRAGILE: 0, FAILED: 1, NOT_MEASURED: 0}
+    assert header["counts"] == {PASSED: 0, FRAGILE: 0, FAILED: 1, NOT_TRAINED: 0, NOT_INFORMATIVE: 0, NOT_MEASURED: 0}
     assert header["stores"]["toy"]["scale"] == "quick"
     json.loads(text)  # strict JSON: no NaN
 

@@ -128,7 +128,8 @@ def test_json_keeps_margins_and_counts_fragile_verdicts_apart():
     text = records.to_json("toy", "quick", checks, stores)
     header, back = records.from_json(text)
     assert back == checks and back[0].margin == checks[0].margin
-    assert header["counts"] == {PASSED: 1, FRAGILE: 1, FAILED: 0, "not measured": 0}
+    assert header["counts"] == {PASSED: 1, FRAGILE: 1, FAILED: 0, "not trained": 0, "not informative": 0,
+                                "not measured": 0}
     assert '"verdict": "fragile"' in text and '"fragile": true' in text
 
 
@@ -140,8 +141,9 @@ def test_the_table_and_the_page_show_the_margin_and_the_fragile_state():
     rows = [line for line in table.splitlines() if line.startswith("| toy")]
     assert "⚠️ fragile (passed by 0.05; seeds move it by 0.15)" in rows[0]
     assert "+0.05 (+10%) on mean x; seeds move it by 0.15 (3 seeds)" in rows[0]
-    assert "✅ passed" in rows[1] and "+0.45 (+450%)" in rows[1]
-    assert table.startswith("Scale quick: toy 1 passed, 1 fragile, 0 failed, 0 not measured.")
+    assert "✅ direction reproduced" in rows[1] and "+0.45 (+450%)" in rows[1]
+    assert table.startswith("Scale quick: toy 0 paper's numbers reproduced, 1 directions reproduced, 0 on stand-ins, "
+                            "0 not informative, 0 not trained, 1 fragile, 0 failed, 0 not measured")
     page = html_page({"toy": (header, checks)})
     assert page.count('<tr class="fragile">') == 1 and "seeds move it by 0.15" in page
 

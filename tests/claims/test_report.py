@@ -25,11 +25,12 @@ def test_markdown_has_one_row_per_claim_with_verdicts_and_escaped_pipes():
     table = markdown_table(PAPERS)
     rows = [line for line in table.splitlines() if line.startswith("| alignment")]
     assert len(rows) == 3
-    assert "ρ is high \\| really." in rows[0] and "✅ passed" in rows[0]
+    assert "ρ is high \\| really." in rows[0] and "✅ direction reproduced" in rows[0]
     assert "0.12" in rows[1]
     assert "❌ failed (paper's construction [at every scale]: the printed spike dominates (tried: x/d))" in rows[1]
     assert "not measured (store real_mlp not built)" in rows[2]
-    assert table.startswith("Scale quick: alignment 1 passed, 1 failed, 1 not measured.")
+    assert table.startswith("Scale quick: alignment 0 paper's numbers reproduced, 1 directions reproduced, 0 on "
+                            "stand-ins, 0 not informative, 0 not trained, 0 fragile, 1 failed, 1 not measured")
 
 
 def test_html_page_shows_claims_and_provenance():
@@ -110,4 +111,4 @@ def test_the_built_line_names_the_figures_whose_stores_were_built():
     assert "alignment none of 6" in built_line({"alignment": (_built("paper", chain_fig1=False), [])},
                                                {"alignment": FIGURES["alignment"]})
     block = readme_block(papers, FIGURES)
-    assert block.startswith(line + "\n\nScale paper: alignment 1 passed")
+    assert block.startswith(line + "\n\nScale paper: alignment 0 paper's numbers reproduced, 0 directions reproduced")

@@ -11,13 +11,28 @@ import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from featlearn.claims.core import FAILED, FRAGILE, NOT_MEASURED, PASSED, Check
+from featlearn.claims.core import (
+    DIRECTION,
+    FAILED,
+    FRAGILE,
+    NOT_INFORMATIVE,
+    NOT_MEASURED,
+    NOT_TRAINED,
+    NUMBER,
+    PASSED,
+    STANDIN,
+    TIERS,
+    Check,
+)
 from featlearn.claims.diagnoses import REHEARSAL_SCALE, Evidence, Finding, fill
-from featlearn.claims.margins import ROUNDING, margin_text
+from featlearn.claims.margins import ROUNDING, TWIN_FACTOR, margin_text
 from featlearn.claims.reading import fmt
 
 README_SCALES = ("quick", "paper")  # the scales whose claims docs/claims.md shows, one block each
-VERDICT = {PASSED: "✅ passed", FRAGILE: "⚠️ fragile", FAILED: "❌ failed", NOT_MEASURED: "— not measured"}
+VERDICT = {PASSED: "✅ passed", FRAGILE: "⚠️ fragile", FAILED: "❌ failed", NOT_MEASURED: "— not measured",
+           NOT_TRAINED: "⏸️ not trained", NOT_INFORMATIVE: "➖ not informative"}
+TIER = {NUMBER: "✅ reproduced: direction and the paper's number", DIRECTION: "✅ direction reproduced",
+        STANDIN: "🔶 passed on stand-ins"}
 
 Paper = tuple[dict, list[Check]]  # (the claims file's header: paper, scale, counts, stores; its checks)
 
@@ -55,10 +70,20 @@ REHEARSAL_NOTE = (" (a rehearsal: the paper's shapes for a few optimizer steps, 
                   "claims test the pipeline, not the papers)")
 
 
+def _tiers(checks: Sequence[Check]) -> str:
+    """'3 paper's numbers reproduced, 20 directions reproduced, 9 on stand-ins, ... (paper's numbers: 3 of 7
+    compared within tolerance)': each claim counted once, by what its verdict stands on."""
+    counts = {t: sum(c.tier == t for c in checks) for t in TIERS}
+    plural = {NUMBER: "paper's numbers reproduced", DIRECTION: "directions reproduced"}
+    numbers = [c.paper_match for c in checks if c.paper_match is not None]
+    return (", ".join(f"{n} {plural.get(t, t)}" for t, n in counts.items())
+            + f" (paper's numbers: {sum(m.within for m in numbers)} of {len(numbers)} compared within tolerance)")
+
+
 def summary(papers: Mapping[str, Paper]) -> str:
-    """'Scale quick: alignment 28 passed, 2 fragile, 7 failed, 11 not measured; ...', saying so for a rehearsal."""
-    parts = [f"{name} " + ", ".join(f"{n} {status}" for status, n in header["counts"].items())
-             for name, (header, _) in papers.items()]
+    """'Scale quick: alignment 3 paper's numbers reproduced, 20 directions reproduced, 9 on stand-ins, ...; ...', each
+    claim counted once by what its verdict stands on, saying so for a rehearsal."""
+    parts = [f"{name} {_tiers(checks)}" for name, (_, checks) in papers.items()]
     rehearsal = any(header.get("rehearsal") or header["scale"] == REHEARSAL_SCALE for header, _ in papers.values())
     return f"Scale {scale_of(papers)}{REHEARSAL_NOTE if rehearsal else ''}: " + "; ".join(parts) + "."
 
@@ -101,27 +126,32 @@ def markdown_table(papers: Mapping[str, Paper]) -> str:
     """One row per claim: paper, figure, claim, paper value, measured, margin, verdict (with a failure's diagnosis,
     what makes a verdict fragile, and why a claim was not measured)."""
     lines = [summary(papers), "",
-             "| paper | fig | claim | paper value | check | measured | margin | verdict |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| paper | fig | claim | paper value | check | measured | vs the paper's number | margin | verdict |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name, (_, checks) in papers.items():
         for c in checks:
-            lines.append("| " + " | ".join(_cell(x) for x in (name, c.figure, c.statement, c.paper_value or "—",
-                                                              c.criterion, c.measured or "—",
-                                                              margin_text(c.margin) or "—", verdict(c))) + " |")
+            cells = (name, c.figure, c.statement, c.paper_value or "—", c.criterion, c.measured or "—",
+                     c.paper_match.text if c.paper_match else "—", margin_text(c.margin) or "—", verdict(c))
+            lines.append("| " + " | ".join(_cell(x) for x in cells) + " |")
     return "\n".join(lines) + "\n"
 
 
 def verdict(c: Check) -> str:
-    """'✅ passed', '⚠️ fragile (passed by 0.004; seeds move it by 0.02)', '❌ failed (diagnosis)', '— not measured
-    (note)': the verdict a reader sees, with what it rests on."""
-    return VERDICT[c.verdict] + (f" ({fragile_text(c)})" if c.verdict == FRAGILE else "") + _reason(c)
+    """'✅ direction reproduced', '🔶 passed on stand-ins (CIFAR-10 …)', '⚠️ fragile (passed by 0.004; seeds move it
+    by 0.02)', '❌ failed (diagnosis)', '⏸️ not trained (runs)', '— not measured (note)': the verdict a reader sees,
+    with what it rests on."""
+    shown = TIER.get(c.tier) or VERDICT[c.verdict]
+    return shown + (f" ({fragile_text(c)})" if c.verdict == FRAGILE else "") + _reason(c)
 
 
 def _reason(c: Check) -> str:
-    """' (diagnosis)' of a failure, ' (note)' of a claim not measured, '' for a pass."""
+    """' (diagnosis)' of a failure, ' (note)' of a claim not measured, not trained or not informative, ' (the
+    stand-ins)' of a pass on them, '' for a pass on real data."""
     if c.diagnosis is not None:
         return f" ({finding_text(c.diagnosis)})"
-    return f" ({c.note})" if c.status == NOT_MEASURED else ""
+    if c.status in (NOT_MEASURED, NOT_TRAINED, NOT_INFORMATIVE):
+        return f" ({c.note})"
+    return f" ({'; '.join(c.standin)})" if c.tier == STANDIN else ""
 
 
 def markers(scale: str) -> tuple[str, str]:
@@ -175,8 +205,8 @@ def _rows(checks: Sequence[Check]) -> str:
     out = []
     for c in checks:
         cells = (c.figure, c.statement, c.paper_value or "—", c.criterion, c.measured or "—",
-                 margin_text(c.margin) or "—")
-        shown = VERDICT[c.verdict] + (f" ({fragile_text(c)})" if c.verdict == FRAGILE else "")
+                 c.paper_match.text if c.paper_match else "—", margin_text(c.margin) or "—")
+        shown = (TIER.get(c.tier) or VERDICT[c.verdict]) + (f" ({fragile_text(c)})" if c.verdict == FRAGILE else "")
         out.append(f'<tr class="{c.verdict.replace(" ", "-")}">' + "".join(f"<td>{html.escape(x)}</td>" for x in cells)
                    + f'<td class="verdict">{html.escape(shown)}</td>'
                    + f"<td>{_diagnosis(c.diagnosis)}</td>"
@@ -212,7 +242,8 @@ def html_page(papers: Mapping[str, Paper]) -> str:
     for name, (header, checks) in papers.items():
         sections.append(
             f"<h2>{html.escape(name)}</h2>"
-            "<table><tr><th>fig</th><th>claim</th><th>paper</th><th>check</th><th>measured</th><th>margin</th>"
+            "<table><tr><th>fig</th><th>claim</th><th>paper</th><th>check</th><th>measured</th><th>vs the paper</th>"
+            "<th>margin</th>"
             "<th>verdict</th>"
             f"<th>diagnosis</th><th>note</th><th>id</th></tr>{_rows(checks)}</table>"
             f"<h3>{html.escape(name)}: metric stores</h3>{_provenance(header['stores'])}")
@@ -224,6 +255,11 @@ def html_page(papers: Mapping[str, Paper]) -> str:
             "scale, the seeds and any stand-in data it was measured on. The margin is how far the deciding part of "
             "the check is from its threshold (positive on the passing side; relative to the threshold where that is "
             "not 0) and what moves it: the sample sd of that number over the seeds, each seed checked alone, where "
-            f"two or more ran, else a rounding floor of {ROUNDING:g} relative. A verdict within that is "
-            "\"fragile\", neither passed nor failed; a one-seed verdict's seed spread is not measured.</p>"
+            f"two or more ran; else {TWIN_FACTOR:g}× its gap to the same check on the runs' rounding twins (every "
+            f"initial weight one unit in the last place away); else a rounding floor of {ROUNDING:g} relative. A "
+            "verdict within that is \"fragile\", neither passed nor failed. A pass on real data is \"direction "
+            "reproduced\", and \"reproduced\" where the paper's number is also met within its spread (or 10% of it); "
+            "a pass on stand-in data is counted apart; a claim about trained networks whose real-data runs did not "
+            "train reads \"not trained\"; a check whose inputs cannot tell its outcomes apart reads \"not "
+            "informative\".</p>"
             + "\n".join(sections) + "</body></html>\n")

@@ -85,12 +85,14 @@ def fact(value: object, what: str, variable: str) -> Fact:
 @dataclass(frozen=True)
 class Outcome:
     """What a check measured: a short text of the numbers, the criterion's ``terms`` (it passes when all hold), the
-    headline number, and ``facts``: named numbers that a diagnosis's condition tests and its text quotes."""
+    headline number, ``facts``: named numbers that a diagnosis's condition tests and its text quotes, and
+    ``compared``: the number held to the paper's, where the paper reports one."""
 
     measured: str
     terms: tuple[Term, ...]
     value: float | None = None
     facts: Mapping[str, Fact] = field(default_factory=dict)
+    compared: float | None = None  # our counterpart of the number the paper reports (``Claim.paper_number``)
 
     def __post_init__(self) -> None:
         terms = tuple(self.terms) if isinstance(self.terms, Sequence) and not isinstance(self.terms, str) else ()

@@ -10,18 +10,21 @@ answers, turning each job's wildcards into arguments. Paths are relative to the 
 
 from __future__ import annotations
 
+import os
 import re
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from featlearn import config as fc
 from featlearn.data import prepare
 from featlearn.figures import figure_numbers
-from featlearn.pipeline import deps, rehearsal
+from featlearn.pipeline import deps, rehearsal, twins
 from featlearn.pipeline import experiments as fx
 from featlearn.pipeline import resources as fr
 
 SCALE_STAMP = "results/scale.txt"  # the scale the figures/figN.pdf shortcuts show
+# Every stamp the plan writes (code, spec, scale): the files a dry run, which writes none, plans as jobs of rule stamp
+STAMP_PATHS = rf"{re.escape(deps.STAMPS)}/.+\.ast|results/[^/]+/specs/[^/]+\.json|{re.escape(SCALE_STAMP)}"
 STAGES = ("train", "measure")  # the rules whose jobs may ask for a GPU
 TRAIN_METRICS = "workflow/scripts/train.py"  # its table: the optimizers that measure the network while training
 
@@ -64,20 +67,21 @@ class Plan:
     def _experiments(self, config: dict, steps: int) -> None:
         """The configured scale's experiments (``planned``), what this build runs of them (the same, or their
         rehearsal), their units and the datasets the units read."""
-        self.planned = {name: fc.experiment(config, name) for name in config["experiments"]}
+        planned = {name: fc.experiment(config, name) for name in config["experiments"]}
+        # Each trained experiment's rounding twin (featlearn.pipeline.twins), unless `twins: false`
+        trained = {n for n, e in planned.items() if fx.KINDS[e["kind"]]["trained"] and config.get("twins", True)}
+        self.planned = twins.with_twins(planned, trained)
         self.experiments = {
             name: (rehearsal.cut(e, fx.KINDS[e["kind"]]["repeats"], config.get("rehearse_max_n"), steps)
                    if self.rehearse else e) | {"threads": self.threads}
             for name, e in self.planned.items()
         }
         self.kind = {name: fx.kind_of(e["kind"]) for name, e in self.experiments.items()}
-        self.units = {name: fx.with_threads(self.kind[name].units(name, e), self.threads)
-                      for name, e in self.experiments.items()}
+        self.units = {name: self._units(name, e) for name, e in self.experiments.items()}
         if self.rehearse:  # real datasets absent from data_dir are rehearsed on labelled stand-ins of their real size
             self.units = {name: rehearsal.cut_units(units, config["data_dir"], steps)
                           for name, units in self.units.items()}
-        self.planned_units = {name: fx.with_threads(self.kind[name].units(name, e), self.threads)
-                              for name, e in self.planned.items()}
+        self.planned_units = {name: self._units(name, e) for name, e in self.planned.items()}
         # Experiments whose real data this machine lacks (and will not download): their figures fail at the data
         # stage with the fix, and their claims are "not measured" instead of holding back every other claim.
         self.unreachable = set() if config["download"] else {
@@ -88,6 +92,11 @@ class Plan:
                          for p in self.kind[n].datasets(u)}
         self.synthetic_data = {key: p for key, p in self.datasets.items() if "task" in p}
         self.real_data = {key: p for key, p in self.datasets.items() if "dataset" in p}
+
+    def _units(self, name: str, exp: dict) -> dict[str, dict]:
+        """An experiment's units, each with the spec's threads; a twin's with its initial weights nudged."""
+        units = fx.with_threads(self.kind[name].units(name, exp), self.threads)
+        return twins.nudged(units) if twins.is_twin(name) else units
 
     def _figures(self) -> None:
         """Each figure module's stores (its EXPERIMENTS, read without importing it), its targets and shortcuts, each
@@ -106,8 +115,9 @@ class Plan:
         # the others' claims are reported as not measured, so a build of the figures that fit a machine evaluates
         # theirs.
         self.claim_stores = {
-            paper: [e for e in deps.literal(f"featlearn.claims.{paper}", "STORES")
-                    if e in self.experiments and e not in self.unreachable]
+            paper: [n for e in deps.literal(f"featlearn.claims.{paper}", "STORES")
+                    if e in self.experiments and e not in self.unreachable
+                    for n in (e, twins.twin_name(e)) if n in self.experiments]
             for paper in self.papers}
         # What the report shows besides the figures; `all` lists them so that `snakemake --report` finds them.
         self.report_files = [f"{self.results}/claims/table.md", f"{self.results}/claims/claims.html"]
@@ -145,20 +155,58 @@ class Plan:
     def built_files(self) -> list[str]:
         """Every run and store (unit stores included) of the experiments the figures read and this machine's data
         reaches: what the reproduction manifest digests."""
-        built = [e for e in self.figure_experiments_of(None) if e not in self.unreachable]
+        read = [e for e in self.figure_experiments_of(None) if e not in self.unreachable]
+        built = read + [t for e in read if (t := twins.twin_name(e)) in self.experiments]
         return [*[self.run_path(e, u) for e in built if e in self.trained for u in self.units[e]],
                 *[self.unit_store_path(e, u) for e in built for u in self.units[e]],
                 *[self.store_path(e) for e in built]]
+
+    def missing_intermediates(self) -> list[str]:
+        """The runs and stores (unit stores included) that the figures or the reproduction check read, missing while
+        a file made from them exists: Snakemake rebuilds no missing intermediate file whose readers are up to date,
+        so without forcing them a deleted store stayed missing ("Nothing to be done") and the check stale."""
+        manifest = f"{self.results}/reproduction/manifest.json"
+        missing = set()
+        for e in self.figure_experiments_of(None):
+            if e in self.unreachable:
+                continue
+            figures = [f"{self.figures}/{p}/fig{n}.pdf" for (p, n), stores in self.figure_table.items() if e in stores]
+            for u in self.units[e]:
+                chain = [*([self.run_path(e, u)] if e in self.trained else []), self.unit_store_path(e, u),
+                         self.store_path(e)]
+                missing.update(path for i, path in enumerate(chain) if not os.path.exists(path)
+                               and any(os.path.exists(later) for later in [*chain[i + 1:], *figures, manifest]))
+        return sorted(missing)
+
+    def stamps(self) -> dict[str, str]:
+        """Each experiment's resolved spec stamp and, unless rehearsing, the configured scale's, with its text."""
+        found = {} if self.rehearse else {SCALE_STAMP: f"{self.scale}\n"}
+        return found | {self.spec_stamp(name): fc.spec_json(exp) + "\n" for name, exp in self.experiments.items()}
 
     def write_stamps(self) -> None:
         """Write each experiment's resolved spec, and the configured scale, as files rewritten only when they change:
         every job of an experiment reads its stamp, and every shortcut the scale's, so a config change or a scale
         switch reruns what it affects by file times alone, even where Snakemake's metadata is gone (a fresh clone with
         copied results, `rm -rf .snakemake`), which would otherwise find the old results "up to date"."""
-        if not self.rehearse:
-            fc.write_if_changed(SCALE_STAMP, f"{self.scale}\n")
-        for name, exp in self.experiments.items():
-            fc.write_if_changed(self.spec_stamp(name), fc.spec_json(exp) + "\n")
+        for path, text in self.stamps().items():
+            fc.write_if_changed(path, text)
+
+    def stale_stamps(self) -> list[str]:
+        """The stamps that exist but that a real build would rewrite now (spec, scale and code stamps): a dry run
+        writes none, so it has Snakemake rerun their readers instead (``snakemake_patches.rebuild_missing``)."""
+        stale = [path for path, text in self.stamps().items()
+                 if os.path.exists(path) and Path(path).read_text() != text]
+        root = Path(deps.STAMPS)
+        for stamp in sorted(root.rglob("*.ast")) if root.is_dir() else ():
+            rel = stamp.relative_to(root)
+            try:
+                text = (deps.entry_fingerprint(deps.ROOT / Path(*rel.parts[1:-1]), rel.stem)
+                        if rel.parts[0] == "dispatch" else deps.fingerprint(deps.ROOT / rel.with_suffix("")))
+            except (OSError, SyntaxError, ValueError):  # a source removed or broken: no job lists its stamp
+                continue
+            if stamp.read_text() != text + "\n":
+                stale.append(str(stamp))
+        return stale
 
     # What a job's file name says it builds: refused rather than rebuilt mislabelled when the name carries another
     # spec's hash than config.yaml's.
