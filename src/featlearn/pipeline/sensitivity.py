@@ -19,9 +19,10 @@ import math
 import re
 from dataclasses import dataclass
 
+from featlearn.claims.margins import TWIN_FACTOR
+from featlearn.pipeline.twins import SUFFIX as TWIN
+
 GPU_RTOL = 1e-5  # measured between CUDA and CPU stores of the smoke build (largest 1.4e-6); every tolerance's floor
-TWIN_FACTOR = 3.0  # one twin is one draw of rounding's movement: another machine's may be a few times larger
-TWIN = "_twin"
 BITWISE, WITHIN, BEYOND = "bitwise", "within rounding", "beyond rounding"
 
 _PATH = re.compile(r"^(?P<kind>runs|metrics)/(?P<experiment>[^/]+?)(?:/(?P<unit>[^/]+))?\.(?P<hash>[0-9a-f]+)"
