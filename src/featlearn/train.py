@@ -262,7 +262,7 @@ def _setup(spec: dict, data: dict, device: torch.device | str, layer_nfcs: Layer
     device = torch.device(device)
     tensors = training_tensors(data)
     model = build_model(spec, data).to(device)
-    nudge(model, tr.get("nudge", 0))
+    nudge(model, spec.get("nudge", 0))
     model.train()
     rule = optim.module(tr["optimizer"])
     optimizer = rule.make(model, tr)

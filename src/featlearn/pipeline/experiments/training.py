@@ -16,7 +16,7 @@ from typing import Any
 from featlearn.config import key
 
 # The kind's flags (featlearn.pipeline.experiments): what its units go through and where they compute.
-KIND = {"trained": True, "device": True, "heavy": False, "repeats": {}}
+KIND = {"trained": True, "device": True, "heavy": False, "repeats": {}, "twin": True}
 
 SWEEP_DIMS = ("dataset", "alpha", "init_scale", "optimizer", "seed")
 # Config values that may be lists with one entry per value of the sweep key ``train.lr_follows``.
