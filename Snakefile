@@ -15,6 +15,7 @@ configfile: "config.yaml"
 
 
 validation.validate(config, workflow.source_path("workflow/schemas/config.schema.yaml"))
+numerics.use(config.get("numerics", "pinned"))  # native lifts the pins again, before any job starts
 validation.check_output_dirs("results", "figures")
 
 

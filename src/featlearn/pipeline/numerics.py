@@ -13,9 +13,16 @@ holds each of them at AVX2, which every x86-64 CPU of the last decade has, so th
 * ``ONEDNN_MAX_CPU_ISA=AVX2`` and ``ATEN_CPU_CAPABILITY=avx2``: convolutions and ATen's kernels at AVX2.
 * ``NPY_DISABLE_CPU_FEATURES`` and ``OPENBLAS_CORETYPE``: numpy's ufunc loops and BLAS at AVX2 (Haswell).
 
+The pins cost nothing on an AMD EPYC (MKL takes no AVX-512 path there) and up to 1.6× on an Intel AVX-512 CPU's
+MKL-bound workloads (docs/reproducibility.md). ``numerics: native`` in the config trades bits for speed: ``use``
+lifts the pins, every job computes on the machine's own kernels and records ``"mode": "native"`` in its stores, and
+the reproduction check holds such a build to the published one within rounding (what each file's rounding twin
+measured), not bitwise. A switch of mode reruns every job under the same file names (``mode_stamp``).
+
 The thread count also splits sums differently, so it is part of every unit's spec (``featlearn.pipeline.experiments``):
 a change of ``threads`` is another result, with another file name and cache key. ``pin`` runs first in the Snakefile
-(every job inherits the environment) and in the tests; ``check`` in every job refuses to compute without it."""
+(every job inherits the environment) and in the tests; ``check`` in every job refuses to compute without it, unless
+the build chose native numerics."""
 
 from __future__ import annotations
 
@@ -33,6 +40,8 @@ PINNED = {
     "OPENBLAS_CORETYPE": "Haswell",
 }
 _LIBRARIES = ("torch", "numpy", "netCDF4")
+MODES = ("pinned", "native")  # config.yaml's `numerics`: the same bits on every x86-64 CPU of a vendor, or speed
+MODE = "FEATLEARN_NUMERICS"  # the environment variable that carries the build's mode to its jobs
 
 
 def pin() -> None:
@@ -47,6 +56,28 @@ def pin() -> None:
     os.environ.update(PINNED)
 
 
+def use(mode: str) -> None:
+    """The build's numerics ``mode`` (one of ``MODES``), after ``pin``: native lifts every pin again, before any job
+    starts; every job inherits the choice through ``MODE``."""
+    if mode not in MODES:
+        raise ValueError(f"config.yaml: numerics must be one of {MODES} (got {mode!r})")
+    if mode == "native":
+        for key in PINNED:
+            os.environ.pop(key, None)
+    os.environ[MODE] = mode
+
+
+def mode() -> str:
+    """This process's numerics mode (pinned unless the build chose native)."""
+    return os.environ.get(MODE, "pinned")
+
+
+def mode_stamp(mode: str) -> dict[str, str]:
+    """What a native build adds to every experiment's stamp: a switch of mode reruns each job (the bits change) but
+    keeps its file names, so the check can hold a native build's files to the published ones file by file."""
+    return {} if mode == "pinned" else {"numerics": mode}
+
+
 def unpinned() -> dict[str, str | None]:
     """The pinned variables this process's environment lacks or sets otherwise (empty when pinned)."""
     return {k: os.environ.get(k) for k, v in PINNED.items() if os.environ.get(k) != v}
@@ -54,8 +85,9 @@ def unpinned() -> dict[str, str | None]:
 
 def check() -> None:
     """Refuse to compute a result whose bits would depend on this machine: a job started outside the Snakefile's
-    environment (a hand-run script, a scheduler that dropped the environment) names what it lacks and the fix."""
-    if missing := unpinned():
+    environment (a hand-run script, a scheduler that dropped the environment) names what it lacks and the fix; a
+    build that chose native numerics computes as the machine does."""
+    if mode() != "native" and (missing := unpinned()):
         raise RuntimeError(f"this job's environment does not pin the CPU numerics ({missing}); run it through "
                            "snakemake (the Snakefile pins them) or call featlearn.pipeline.numerics.pin() before torch "
                            "loads")
@@ -111,8 +143,8 @@ def describe(threads: int, device: object = "cpu") -> str:
     where = str(device)
     if where.startswith("cuda") and torch is not None:
         where = f"cuda ({torch.cuda.get_device_name(torch.device(where))})"
-    return json.dumps({"pinned": {k: os.environ.get(k) for k in PINNED}, "threads": threads, "cpu": model,
-                       "vendor": vendor, "machine": platform.machine(), "native_isa": isa,
+    return json.dumps({"mode": mode(), "pinned": {k: os.environ.get(k) for k in PINNED}, "threads": threads,
+                       "cpu": model, "vendor": vendor, "machine": platform.machine(), "native_isa": isa,
                        "aten_capability": capability, "libraries": versions, "device": where}, sort_keys=True)
 
 

@@ -19,7 +19,7 @@ from featlearn import config as fc
 from featlearn.claims import figure_modules
 from featlearn.data import prepare
 from featlearn.figures import figure_numbers
-from featlearn.pipeline import deps, rehearsal, twins
+from featlearn.pipeline import deps, numerics, rehearsal, twins
 from featlearn.pipeline import experiments as fx
 from featlearn.pipeline import resources as fr
 
@@ -182,9 +182,11 @@ class Plan:
         return sorted(missing)
 
     def stamps(self) -> dict[str, str]:
-        """Each experiment's resolved spec stamp and, unless rehearsing, the configured scale's, with its text."""
+        """Each experiment's resolved spec stamp (with a native build's numerics mode) and, unless rehearsing, the
+        configured scale's, with its text."""
         found = {} if self.rehearse else {SCALE_STAMP: f"{self.scale}\n"}
-        return found | {self.spec_stamp(name): fc.spec_json(exp) + "\n" for name, exp in self.experiments.items()}
+        mode = numerics.mode_stamp(self.config.get("numerics", "pinned"))
+        return found | {self.spec_stamp(n): fc.spec_json(exp | mode) + "\n" for n, exp in self.experiments.items()}
 
     def write_stamps(self) -> None:
         """Write each experiment's resolved spec, and the configured scale, as files rewritten only when they change:
