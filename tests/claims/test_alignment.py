@@ -4,17 +4,17 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from featlearn.claims import alignment as al
 from featlearn.claims import core
 from featlearn.claims.core import FAILED, NOT_MEASURED, PASSED
 from featlearn.claims.diagnoses import CONSTRUCTION, OPEN, Finding, fill
+from featlearn.claims.registry import claims_of
 
 CONV = ["cosine", "pearson"]
 ATTRS = {"scale": "quick", "data_source": "synthetic (generated)"}
 
 
 def _check(claim_id: str, **stores: xr.Dataset) -> core.Check:
-    claim = next(c for c in al.CLAIMS if c.id == claim_id)
+    claim = next(c for c in claims_of("alignment") if c.id == claim_id)
     return core.evaluate(claim, "alignment", stores)
 
 

@@ -4,16 +4,16 @@ import numpy as np
 import pytest
 import xarray as xr
 
-from featlearn.claims import collapse as co
 from featlearn.claims import core
 from featlearn.claims.core import FAILED, FRAGILE, NOT_MEASURED, PASSED
 from featlearn.claims.diagnoses import CONSTRUCTION, OPEN, fill
+from featlearn.claims.registry import claims_of
 
 ATTRS = {"scale": "quick", "data_source": "MNIST: real digits;\nCIFAR-10 stand-in: recoloured digits"}
 
 
 def _check(claim_id: str, **stores: xr.Dataset) -> core.Check:
-    claim = next(c for c in co.CLAIMS if c.id == claim_id)
+    claim = next(c for c in claims_of("collapse") if c.id == claim_id)
     return core.evaluate(claim, "collapse", stores)
 
 

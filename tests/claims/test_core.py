@@ -1,15 +1,13 @@
 """Claims never break the build: missing stores, variables and NaNs become statuses with reasons."""
 
-import ast
 import importlib
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import xarray as xr
 
-from featlearn.claims import REGISTRY, core, reading, records
+from featlearn.claims import core, figure_modules, reading, records
 from featlearn.claims.core import FAILED, FRAGILE, NOT_INFORMATIVE, NOT_MEASURED, NOT_TRAINED, PASSED, Claim
 from featlearn.claims.diagnoses import (
     ANY_SCALE,
@@ -27,10 +25,11 @@ from featlearn.claims.diagnoses import (
     numbers,
     seeds,
 )
+from featlearn.claims.registry import claims_of
 from featlearn.claims.report import finding_text
 from featlearn.claims.terms import Fact, Outcome, above, fact
-
-SRC = Path(__file__).resolve().parents[2] / "src/featlearn/claims"
+from featlearn.figures import PAPERS
+from featlearn.pipeline import deps
 
 
 def _above(ds: xr.Dataset) -> Outcome:
@@ -256,35 +255,44 @@ def test_json_round_trip_keeps_the_diagnosis():
     assert records.from_json(records.to_json("toy", "quick", checks, stores))[1] == checks
 
 
-@pytest.mark.parametrize("paper", sorted(REGISTRY))
+@pytest.mark.parametrize("paper", PAPERS)
 def test_every_claim_on_empty_or_absent_stores_is_not_measured(paper):
-    claims = REGISTRY[paper]
+    claims = claims_of(paper)
     names = core.store_names(claims)
     for stores in ({n: None for n in names}, {n: xr.Dataset() for n in names}):
         checks = core.evaluate_all(claims, paper, stores)
         assert {c.status for c in checks} == {NOT_MEASURED}, [c for c in checks if c.status != NOT_MEASURED]
 
 
-@pytest.mark.parametrize("paper", sorted(REGISTRY))
+@pytest.mark.parametrize("paper", PAPERS)
 def test_each_figure_module_holds_the_claims_of_its_figure(paper):
     """A claim lives in the module of the figure its id names (fig4.slo_nfc_one in <paper>/fig4.py), and the paper
     lists the figures' claims in figure order."""
-    figures = [int(claim.id.split(".")[0].removeprefix("fig")) for claim in REGISTRY[paper]]
+    figures = [int(claim.id.split(".")[0].removeprefix("fig")) for claim in claims_of(paper)]
     assert figures == sorted(figures)
-    for claim in REGISTRY[paper]:
+    for claim in claims_of(paper):
         module = importlib.import_module(f"featlearn.claims.{paper}.{claim.id.split('.')[0]}")
         assert claim in module.CLAIMS, claim.id
 
 
-@pytest.mark.parametrize("paper", sorted(REGISTRY))
-def test_the_stores_literal_that_the_rules_read_matches_the_claims(paper):
-    tree = ast.parse((SRC / paper / "__init__.py").read_text())
-    literal = next(ast.literal_eval(n.value) for n in tree.body
-                   if isinstance(n, ast.Assign) and getattr(n.targets[0], "id", None) == "STORES")
-    assert tuple(literal) == tuple(core.store_names(REGISTRY[paper]))
+@pytest.mark.parametrize("paper", PAPERS)
+def test_each_figure_module_says_the_stores_its_claims_read(paper):
+    """The build plans a paper's claims from the STORES literals alone: each must name exactly what its claims read,
+    in first-use order, and together they are the paper's stores."""
+    for module in figure_modules(paper):
+        claims = importlib.import_module(module).CLAIMS
+        assert list(deps.literal(module, "STORES")) == core.store_names(claims), module
+    collected = [e for module in figure_modules(paper) for e in deps.literal(module, "STORES")]
+    assert list(dict.fromkeys(collected)) == core.store_names(claims_of(paper))
+
+
+def test_a_paper_s_figure_modules_are_found_from_their_file_names():
+    """Every fig<N>.py of a paper and nothing else (its shared helpers are not figures), in figure order."""
+    assert figure_modules("tangent") == [f"featlearn.claims.tangent.fig{n}" for n in (1, 2, 3)]
+    assert [m.rpartition(".")[2] for m in figure_modules("collapse")] == [f"fig{n}" for n in (1, *range(3, 13))]
 
 
 def test_claim_ids_are_unique_per_paper():
-    for claims in REGISTRY.values():
+    for claims in map(claims_of, PAPERS):
         ids = [c.id for c in claims]
         assert len(ids) == len(set(ids))

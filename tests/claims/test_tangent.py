@@ -4,15 +4,15 @@ import numpy as np
 import xarray as xr
 
 from featlearn.claims import core
-from featlearn.claims import tangent as tg
 from featlearn.claims.core import FAILED, PASSED
+from featlearn.claims.registry import claims_of
 from featlearn.pipeline.experiments.tangent_penalties import penalties_store
 
 ATTRS = {"scale": "quick", "data_source": "none (analytic)"}
 
 
 def _check(claim_id: str, **stores: xr.Dataset) -> core.Check:
-    claim = next(c for c in tg.CLAIMS if c.id == claim_id)
+    claim = next(c for c in claims_of("tangent") if c.id == claim_id)
     return core.evaluate(claim, "tangent", stores)
 
 

@@ -1,7 +1,8 @@
 """The extension table of docs/extending.md, done: in a copy of the repository a user adds an optimizer, an
-architecture, the measurement family that reads it, an experiment kind and a figure, each touching exactly the files its
-row counts; then two experiments use them on offline MNIST, validation accepts the new names, a dry run plans their
-jobs and the new figure is built for real at the smoke scale."""
+architecture, the measurement family that reads it, an experiment kind, a figure and its claims, each touching exactly
+the files its row counts; then two experiments use them on offline MNIST, validation accepts the new names, a dry run
+plans their jobs (the paper's claims job reading the new store and the new claims module), the new figure is built for
+real at the smoke scale and the new claims evaluated on its store."""
 
 import os
 import re
@@ -15,6 +16,7 @@ import yaml
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 EXTENDING = Path(__file__).resolve().parents[2] / "docs" / "extending.md"
 FIGURE = "figures/smoke/alignment/fig18.pdf"
+CLAIMS = "results/smoke/claims/alignment.json"
 S = "src/featlearn"
 
 pytestmark = pytest.mark.pipeline
@@ -179,6 +181,40 @@ def render(stores, out):
     finish(fig, out)
 '''
 
+FIG18_CLAIMS = '''"""Claims of Fig 18: a tanh network's weights start nonzero."""
+
+from __future__ import annotations
+
+from featlearn.claims.core import Claim
+from featlearn.claims.reading import values
+from featlearn.claims.terms import Outcome, above
+
+STORES = ("ext_init_norms",)
+
+
+def nonzero(ds):
+    least = float(values(ds.init_norm, "‖W_l(0)‖_F").min())
+    return Outcome(f"least ‖W_l(0)‖_F {least:.3g}", (above("least ‖W_l(0)‖_F", least, 0),), least)
+
+
+CLAIMS = [Claim("fig18.init_nonzero", "18", "Every weight matrix starts nonzero.", "", "least ‖W_l(0)‖_F > 0",
+                STORES, nonzero, needs_training=False)]
+'''
+
+# Run in the copy after its figure is built: the alignment claims as the claims job evaluates them, on the new store
+# alone (every other store absent: not measured).
+EVALUATE = """
+import glob
+
+from featlearn.claims import core
+from featlearn.claims.registry import claims_of
+from featlearn.pipeline.store import read_store
+
+stores = {"ext_init_norms": read_store(glob.glob("results/smoke/metrics/ext_init_norms.*.nc")[0])}
+for check in core.evaluate_all(claims_of("alignment"), "alignment", stores):
+    print(f"{check.id}\t{check.status}")
+"""
+
 
 def _insert(path: Path, anchor: str, line: str) -> None:
     """One line written right after ``anchor``, which must occur once: a table's opening line."""
@@ -214,6 +250,10 @@ def _add_figure(repo: Path) -> None:
     (repo / S / "figures/alignment/fig18.py").write_text(FIG18)
 
 
+def _add_claims(repo: Path) -> None:
+    (repo / S / "claims/alignment/fig18.py").write_text(FIG18_CLAIMS)
+
+
 # extension table row -> (the addition, the files it touches)
 ADDITIONS = {
     "an optimizer": (_add_optimizer, {f"{S}/optim/rmsprop.py", f"{S}/optim/__init__.py"}),
@@ -222,13 +262,14 @@ ADDITIONS = {
     "an experiment kind": (_add_kind, {f"{S}/pipeline/experiments/init_norms.py",
                                        "workflow/schemas/config.schema.yaml"}),
     "a figure": (_add_figure, {f"{S}/figures/alignment/fig18.py"}),
+    "a figure's claims": (_add_claims, {f"{S}/claims/alignment/fig18.py"}),
 }
 
 
 def _table_counts() -> dict[str, int]:
     """Each row of the extension table: what to add -> the files it takes."""
     section = EXTENDING.read_text(encoding="utf-8")
-    return {m[1]: int(m[2]) for m in re.finditer(r"^\| ([a-z ]+?) \| (\d+) \|", section, re.M)}
+    return {m[1]: int(m[2]) for m in re.finditer(r"^\| ([a-z' ]+?) \| (\d+) \|", section, re.M)}
 
 
 def _files(repo: Path) -> dict[str, bytes]:
@@ -287,7 +328,7 @@ def test_the_new_names_validate_plan_and_build_the_new_figure(extended):
     """Validation (before any planning) knows the new names from their tables; every new module is a code input of
     the jobs that run it, so editing it reruns them."""
     repo, _, added = extended
-    plan = _snakemake(repo, FIGURE, "-n")
+    plan = _snakemake(repo, FIGURE, CLAIMS, "-n")
     for output in ("results/smoke/runs/ext_norms/", "results/smoke/metrics/ext_norms.",
                    "results/smoke/metrics/ext_init_norms/all.", "results/smoke/metrics/ext_init_norms.", FIGURE):
         assert output in plan, f"the dry run plans no job writing {output}:\n{plan[-4000:]}"
@@ -296,3 +337,22 @@ def test_the_new_names_validate_plan_and_build_the_new_figure(extended):
 
     _snakemake(repo, FIGURE)
     assert (repo / FIGURE).stat().st_size > 1000
+
+
+def test_the_new_claims_are_planned_and_evaluated(extended):
+    """The paper's claims job reads the new figure's store and runs its claims module, found from their file names;
+    evaluated as that job does, the new claim passes on the store the figure was built from."""
+    repo, _, _ = extended
+    plan = _snakemake(repo, CLAIMS, "-n")
+    job = plan[re.search(r"^(local)?rule claims:$", plan, re.M).start():].split("\n\n")[0]
+    assert "results/smoke/metrics/ext_init_norms." in job, job
+    assert f"results/code/{S}/claims/alignment/fig18.py.ast" in job, job
+
+    if not (repo / FIGURE).exists():  # this test run alone: the store the figure reads
+        _snakemake(repo, FIGURE)
+    env = {**os.environ, "PYTHONPATH": str(repo / "src")}
+    out = subprocess.run([sys.executable, "-c", EVALUATE], cwd=repo, env=env, capture_output=True, text=True,
+                         check=True).stdout.splitlines()
+    statuses = dict(line.split("\t") for line in out)
+    assert list(statuses)[-1] == "fig18.init_nonzero" and statuses.pop("fig18.init_nonzero") == "passed", out
+    assert statuses and set(statuses.values()) == {"not measured"}, out

@@ -16,7 +16,7 @@ rule claims:
     input:
         stores=lambda w: [PLAN.store_path(e) for e in PLAN.claim_stores[w.paper]],
         stamps=lambda w: [PLAN.spec_stamp(e) for e in PLAN.claim_stores[w.paper]],
-        code=deps.job_code("claims"),
+        code=lambda w: PLAN.claims_code(w.paper),
     output:
         f"{RESULTS}/claims/{{paper}}.json",
     log:

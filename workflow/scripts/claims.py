@@ -1,4 +1,5 @@
-from featlearn.claims import REGISTRY, core, records
+from featlearn.claims import core, records
+from featlearn.claims.registry import claims_of
 from featlearn.claims.report import write_text
 from featlearn.pipeline.jobs import start
 from featlearn.pipeline.store import read_store
@@ -6,7 +7,7 @@ from featlearn.pipeline.twins import twin_name
 
 log = start(snakemake.log[0])
 paper = snakemake.wildcards.paper
-claims = REGISTRY[paper]
+claims = claims_of(paper)
 built = dict(zip(snakemake.params.experiments, snakemake.input.stores))
 specs = snakemake.params.specs  # each store must come from the configuration config.yaml names now
 stores = {name: read_store(built[name], specs[name]) if name in built else None for name in core.store_names(claims)}

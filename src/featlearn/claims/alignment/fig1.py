@@ -11,6 +11,8 @@ from featlearn.claims.reading import convention, final, fmt, mean_sd, values
 from featlearn.claims.terms import Outcome, at_least, at_most
 from featlearn.claims.tiers import PaperNumber
 
+STORES = ("chain_fig1",)
+
 
 def _final(ds: xr.Dataset, var: str) -> xr.DataArray:
     return final(convention(ds[var], COSINE).sel(layer=1))

@@ -7,6 +7,8 @@ from featlearn.claims.alignment.spectra import claims
 from featlearn.claims.core import Claim
 from featlearn.claims.diagnoses import OPEN, Diagnosis, numbers, seeds
 
+STORES = ("init_sweep",)
+
 FIG10_LOSS_ONE_SEED = Diagnosis(
     OPEN, "UC-NFC does grow as s₀ shrinks ({uc_large:.2f} → {uc_small:.2f}), but the final test loss is lowest at "
     "s₀ = 1 ({loss_large:.2f} against {loss_small:.2f} at the smallest s₀); the paper gives its test losses only in "

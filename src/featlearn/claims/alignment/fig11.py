@@ -9,6 +9,8 @@ from featlearn.claims.core import Claim
 from featlearn.claims.reading import fmt, slash
 from featlearn.claims.terms import Outcome, above, at_least, at_most
 
+STORES = ("slo_sweep",)
+
 
 def f_loses_faster(ds: xr.Dataset) -> Outcome:
     s0, f = by_s0(ds, "rho_nfm_egop", "gd", None)

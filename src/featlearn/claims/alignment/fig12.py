@@ -10,6 +10,8 @@ from featlearn.claims.diagnoses import CONSTRUCTION, Diagnosis, numbers, seeds
 from featlearn.claims.reading import convention, final, fmt, scalar, slash, values
 from featlearn.claims.terms import Fact, Outcome, above, fact
 
+STORES = ("adaptive_slo",)
+
 SLO = "slo_adaptive"
 
 

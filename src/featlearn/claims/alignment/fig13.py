@@ -9,6 +9,8 @@ from featlearn.claims.core import Claim
 from featlearn.claims.reading import final, first, values
 from featlearn.claims.terms import Outcome, at_least
 
+STORES = ("real_mlp",)
+
 
 def uc_rises_toward_c(ds: xr.Dataset) -> Outcome:
     """Share of (dataset, layer) curves whose final C − UC gap is below the initial one."""

@@ -6,6 +6,8 @@ from featlearn.claims.alignment.real import weights_move
 from featlearn.claims.core import Claim
 from featlearn.claims.diagnoses import BELOW_PAPER, OPEN, Diagnosis
 
+STORES = ("real_mlp",)
+
 MLP_MOVES_QUICK = Diagnosis(
     OPEN, "the smallest relative movement is {min:.2g} (the largest {max:.2g}) after the quick scale's 10–20 epochs "
     "on ≤ 4,500 images; that longer training closes the gap is likely but not measured", when=BELOW_PAPER)

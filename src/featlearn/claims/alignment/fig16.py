@@ -11,6 +11,8 @@ from featlearn.claims.diagnoses import ON_STAND_IN, OPEN, Diagnosis
 from featlearn.claims.reading import convention, fmt, mean_sd, values
 from featlearn.claims.terms import Outcome, at_least, at_most, fact
 
+STORES = ("celeba_glasses",)
+
 
 def diag_high(ds: xr.Dataset) -> Outcome:
     v = values(convention(ds.rho_diag_agop, PEARSON), "ρ(diag F, diag Ḡ)")

@@ -9,6 +9,8 @@ from featlearn.claims.core import Claim
 from featlearn.claims.reading import convention, fmt, scalar
 from featlearn.claims.terms import Outcome, above
 
+STORES = ("svhn_slo",)
+
 
 def slo_raises(ds: xr.Dataset) -> Outcome:
     parts, raised, terms = [], [], []

@@ -7,6 +7,8 @@ from featlearn.claims.alignment.real import c_above_uc, c_high_early, gap_early_
 from featlearn.claims.core import Claim
 from featlearn.claims.diagnoses import BELOW_PAPER, ON_STAND_IN, OPEN, Diagnosis, seeds
 
+STORES = ("real_mlp", "vgg_cifar", "gpt_shakespeare")
+
 VGG_ONE_SEED = Diagnosis(
     OPEN, "C ≥ UC at {share:.0%} of the points, just under our 90% threshold, after the quick VGG was retuned to 60 "
     "epochs so that it learns at all (at 10 epochs its loss stayed at chance); one seed on the CIFAR-10 stand-in, so "

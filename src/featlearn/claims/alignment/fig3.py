@@ -12,6 +12,8 @@ from featlearn.claims.reading import fmt, values
 from featlearn.claims.terms import Outcome, at_least, at_most, fact
 from featlearn.claims.tiers import NotInformative
 
+STORES = ("reversing",)
+
 TRACKING = 0.05  # how closely the prediction must follow the observed ρ_2nd
 
 

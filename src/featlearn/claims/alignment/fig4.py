@@ -12,6 +12,8 @@ from featlearn.claims.diagnoses import OPEN, Diagnosis, numbers, seeds
 from featlearn.claims.reading import convention, final, fmt
 from featlearn.claims.terms import Fact, Outcome, StoreCheck, above, at_least, at_most, fact
 
+STORES = ("slo_sweep",)
+
 
 def grows_as_s0_shrinks(var: str) -> StoreCheck:
     """Under GD, ``var`` at the end of training does not fall (tolerance 0.02) as s₀ shrinks, and ends higher."""

@@ -9,6 +9,8 @@ from featlearn.claims.core import Claim
 from featlearn.claims.reading import final, fmt, seed_mean, values
 from featlearn.claims.terms import Outcome, above, at_least, at_most
 
+STORES = ("init_sweep",)
+
 
 def rdc_small_early(ds: xr.Dataset) -> Outcome:
     r = ds.ratio_dc_c.sel(spectrum="isotropic").sel(init_scale=ds.init_scale[ds.init_scale >= 0.1])

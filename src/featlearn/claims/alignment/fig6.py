@@ -9,6 +9,8 @@ from featlearn.claims.core import Claim
 from featlearn.claims.reading import NotMeasured, convention, final, fmt, seed_mean, values
 from featlearn.claims.terms import Outcome, at_least
 
+STORES = ("init_sweep",)
+
 
 def ptkc_decreases(ds: xr.Dataset) -> Outcome:
     spectra = [s for s in ("isotropic", "1/(1+k^2)") if s in ds.spectrum.values]

@@ -9,6 +9,8 @@ from featlearn.claims.core import Claim
 from featlearn.claims.reading import NotMeasured, fmt, slash, values
 from featlearn.claims.terms import Outcome, above, at_least, at_most
 
+STORES = ("first_order",)
+
 
 def _has_dip(v: np.ndarray) -> bool:
     return v.size >= 3 and v[1:-1].min() < min(v[0], v[-1]) - 0.01

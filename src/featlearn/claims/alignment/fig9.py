@@ -5,4 +5,6 @@ from __future__ import annotations
 from featlearn.claims.alignment.spectra import claims
 from featlearn.claims.core import Claim
 
+STORES = ("init_sweep",)
+
 CLAIMS: list[Claim] = claims("9", "1/(1+k)")

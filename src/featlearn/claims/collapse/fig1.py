@@ -9,6 +9,8 @@ from featlearn.claims.collapse.deep_rfm import ETF, etf_emerges
 from featlearn.claims.core import Claim
 from featlearn.claims.terms import Outcome, named
 
+STORES = ("deep_rfm_cos", "deep_rfm_relu")
+
 
 def etf(cos: xr.Dataset, relu: xr.Dataset) -> Outcome:
     """Fig 1's two rows come from two stores: (A) CIFAR-10 with cos features, (B) MNIST with ReLU."""

@@ -5,4 +5,6 @@ from __future__ import annotations
 from featlearn.claims.collapse.networks import nfa_claims
 from featlearn.claims.core import Claim
 
+STORES = ("collapse_vgg",)
+
 CLAIMS: list[Claim] = nfa_claims("12", "collapse_vgg", "vgg")

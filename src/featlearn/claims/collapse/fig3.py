@@ -5,4 +5,6 @@ from __future__ import annotations
 from featlearn.claims.collapse.deep_rfm import claims
 from featlearn.claims.core import Claim
 
+STORES = ("deep_rfm_relu",)
+
 CLAIMS: list[Claim] = claims("3", "deep_rfm_relu", "ReLU")

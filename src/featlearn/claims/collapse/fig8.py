@@ -5,4 +5,6 @@ from __future__ import annotations
 from featlearn.claims.collapse.networks import svd_claims
 from featlearn.claims.core import Claim
 
+STORES = ("collapse_resnet",)
+
 CLAIMS: list[Claim] = svd_claims("8", "collapse_resnet", "resnet", "2B, 8")

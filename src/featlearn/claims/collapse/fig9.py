@@ -5,4 +5,6 @@ from __future__ import annotations
 from featlearn.claims.collapse.networks import svd_claims
 from featlearn.claims.core import Claim
 
+STORES = ("collapse_vgg",)
+
 CLAIMS: list[Claim] = svd_claims("9", "collapse_vgg", "vgg", "9")

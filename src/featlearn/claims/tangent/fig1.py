@@ -13,6 +13,8 @@ from featlearn.claims.core import Claim
 from featlearn.claims.reading import fmt, mean_sd, values
 from featlearn.claims.terms import Outcome, above, at_least
 
+STORES = ("tangent_mnist",)
+
 
 def _task(ds: xr.Dataset, var: str, task: str) -> np.ndarray:
     return values(ds[var].sel(task=task), f"{var} ({task})")

@@ -12,6 +12,8 @@ from featlearn.claims.core import Claim
 from featlearn.claims.reading import fmt, values
 from featlearn.claims.terms import Outcome, above, at_least, at_most, below
 
+STORES = ("tangent_penalties",)
+
 PAPER_AT_5 = {"w1": 6.25, "w2": 4.53, "w3": 3.37}  # ω̃ at v = 5, read from the authors' figure
 
 

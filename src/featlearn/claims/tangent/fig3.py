@@ -14,6 +14,8 @@ from featlearn.claims.reading import fmt, mean_sd, values
 from featlearn.claims.terms import Outcome, above, at_least, below
 from featlearn.claims.tiers import PaperNumber
 
+STORES = ("tangent_mnist",)
+
 NEAR = 0.25  # |y_i| below which a kernel point counts as "near y = 0" (claim F3b)
 
 
