@@ -8,7 +8,7 @@ from featlearn.claims.alignment.common import COSINE, final_seed_mean
 from featlearn.claims.core import Claim
 from featlearn.claims.diagnoses import CONSTRUCTION, Diagnosis, numbers, seeds
 from featlearn.claims.reading import convention, final, fmt, scalar, slash, values
-from featlearn.claims.terms import Fact, Outcome, above, fact
+from featlearn.claims.terms import Fact, Outcome, above, at_most, below, fact
 
 STORES = ("adaptive_slo",)
 
@@ -36,6 +36,17 @@ def equalizes_above_gd(ds: xr.Dataset) -> Outcome:
     return Outcome(f"SLO {slash(slo)}, GD {slash(gd)} (per layer)",
                    (above("SLO's lowest − GD's best layer", slo.min() - gd.max(), 0),), float(slo.min() - gd.max()),
                    _facts(ds))
+
+
+def layers_equal(ds: xr.Dataset) -> Outcome:
+    """Adaptive SLO's final seed-mean UC-NFC spread over layers (max − min) ≤ 0.1, the tolerance of "does not depend
+    on s₀" in Figs 4 and 11, and below GD's spread: "all layers finish at the same high UC-NFC"."""
+    uc = final_seed_mean(convention(ds.uc_nfc, COSINE))
+    slo, gd = values(uc.sel(optimizer=SLO), "SLO UC-NFC"), values(uc.sel(optimizer="gd"), "GD UC-NFC")
+    spread, gd_spread = float(slo.max() - slo.min()), float(gd.max() - gd.min())
+    return Outcome(f"spread over layers SLO {fmt(spread)} ({slash(slo)}), GD {fmt(gd_spread)} ({slash(gd)})",
+                   (at_most("SLO's spread over layers", spread, 0.1),
+                    below("SLO's − GD's spread", spread - gd_spread, 0)), spread)
 
 
 def lower_test_loss(ds: xr.Dataset) -> Outcome:
@@ -75,6 +86,9 @@ CLAIMS: list[Claim] = [
     Claim("fig12.equalizes_above_gd", "12", "Adaptive SLO brings every layer to a UC-NFC above GD's best layer.", "",
           "min over layers of SLO's final UC > max over layers of GD's", ("adaptive_slo",), equalizes_above_gd,
           (FIG12_EQUALIZES,)),
+    Claim("fig12.layers_equal", "12", "With adaptive SLO all layers finish at the same UC-NFC.", "",
+          "spread (max − min) over layers of SLO's final seed-mean UC ≤ 0.1 (ours) and below GD's spread",
+          ("adaptive_slo",), layers_equal),
     Claim("fig12.test_lower", "12", "Adaptive SLO reaches a lower test loss than GD.", "",
           "final seed-mean test loss SLO < GD", ("adaptive_slo",), lower_test_loss, (FIG12_TEST,)),
 ]
