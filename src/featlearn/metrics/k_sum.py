@@ -10,7 +10,9 @@ shifts on the layer outputs: one backward pass of Σ_samples f_j gives ∂f_j/�
 batched backward passes (``is_grads_batched``) take a chunk of outputs (or Gaussian probes) at a time, the chunk
 sized so that its gradients fit ``CHUNK_BYTES``. The float64 products are ``gram``'s. That needs samples that do not
 interact: the model runs in eval mode (BatchNorm on its running statistics, dropout off) and ``interaction`` checks
-the rest first.
+the rest first. It also needs every measured output row to be one sample's: layers whose output the batch shares
+(``interaction.shared_sites``) are summed one sample at a time. A ``mask`` zeroes the cotangents of the outputs that
+are not samples' own (padding).
 
 The library's sum (``fast``: ``measure_nfa``, ``agop``) takes ``gram.fast``'s products and, with one model and no
 probes, sums through a Linear readout (``readout``): passes from the readout's input, the readout's own K and the
@@ -20,6 +22,7 @@ were computed with.
 
 from __future__ import annotations
 
+import itertools
 import warnings
 from collections.abc import Callable, Collection, Iterator
 from contextlib import ExitStack, contextmanager
@@ -28,7 +31,7 @@ import torch
 from torch import nn
 
 from featlearn.metrics import gram, readout
-from featlearn.metrics.interaction import Outputs, Run, sample_dims
+from featlearn.metrics.interaction import Outputs, Run, sample_dims, shared_sites
 from featlearn.metrics.layers import Layer, output_shifts, scan, select
 
 Covariances = dict[str, torch.Tensor]
@@ -36,6 +39,11 @@ Covariances = dict[str, torch.Tensor]
 # backward temporaries and one site's float64 copy). Fixed, not sized from the free memory, so that results do not
 # depend on the machine; a chunk holds at least one output.
 CHUNK_BYTES = 1 << 28
+SHARED = ("layers {names} compute their output once for the whole batch (no row of their own per sample: a table, "
+          "prototypes or other fixed inputs through a layer, broadcast to every sample), so a backward pass over a "
+          "batch would sum the samples' gradients there before their product; their K is summed one sample at a time "
+          "instead ({n} forward passes). To measure them at batch speed, compute them per sample (on the table "
+          "expanded to the batch), or leave them out with layers=")
 
 
 def logits(out: object) -> torch.Tensor:
@@ -87,6 +95,41 @@ def checked_x(x: object, batch_size: int, probes: int | None, sample_dim: int) -
     if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size= must be a positive number of samples per forward pass; got {batch_size!r}")
     return (x.clone() if x.is_inference() else x), sample_dim
+
+
+def checked_mask(mask: object) -> torch.Tensor | None:
+    """The mask of the outputs' entries that are samples' own (None: all), or an error naming its form."""
+    if mask is None or (isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and mask.dim() > 0):
+        return mask
+    got = f"a {mask.dtype} tensor of shape {tuple(mask.shape)}" if isinstance(mask, torch.Tensor) else \
+        f"a {type(mask).__name__}"
+    raise TypeError(f"mask= must be a boolean tensor over the outputs f's leading dimensions (e.g. (n, T) for "
+                    f"per-token outputs (n, T, V)), True where an output is a sample's own and False at padding; got "
+                    f"{got}")
+
+
+def _mask_batches(mask: torch.Tensor | None, n: int, out_dim: int,
+                  batch_size: int) -> Iterator[torch.Tensor | None]:
+    """The mask of every batch, split along f's sample dimension as x is along its own."""
+    if mask is None:
+        yield from itertools.repeat(None)
+        return
+    if mask.dim() <= out_dim or mask.shape[out_dim] != n:
+        raise ValueError(f"mask= has shape {tuple(mask.shape)}, but it marks the entries of the outputs f, which hold "
+                         f"the {n} samples on dimension {out_dim}: pass f's leading dimensions (e.g. (n, T) for "
+                         "per-token outputs (n, T, V)), True where an output is a sample's own and False at padding")
+    yield from mask.split(batch_size, dim=out_dim)
+
+
+def _weights(mask: torch.Tensor, f: torch.Tensor, out_dim: int) -> torch.Tensor:
+    """One batch's mask as weights on f's entries (1: a sample's own output, 0: padding), samples first and the
+    rest flattened, (b, outputs)."""
+    if tuple(mask.shape) != tuple(f.shape[:mask.dim()]):
+        raise ValueError(f"mask= marks the outputs f's entries, so its shape is a leading part of f's: a batch of f "
+                         f"has shape {tuple(f.shape)}, its mask {tuple(mask.shape)}")
+    m = mask.to(device=f.device, dtype=f.dtype).reshape(*mask.shape, *[1] * (f.dim() - mask.dim()))
+    m = m.expand(f.shape).movedim(out_dim, 0)
+    return m.reshape(len(m), -1)
 
 
 def unwrapped(model: nn.Module | None, argument: str = "model") -> nn.Module | None:
@@ -176,25 +219,29 @@ def _passes(starts: list[torch.Tensor], wrts: list[list[torch.Tensor]], count: i
         yield tuple(_batched_grads(out, wrt, v, not last) for out, wrt in zip(starts, wrts))
 
 
-def _general(outs: list[torch.Tensor], probes: int | None,
-             generator: torch.Generator) -> tuple[list[torch.Tensor], int, Callable[[int, int], torch.Tensor]]:
+def _general(outs: list[torch.Tensor], probes: int | None, generator: torch.Generator,
+             weights: torch.Tensor | None = None) -> tuple[list[torch.Tensor], int, Callable[[int, int], torch.Tensor]]:
     """Where the passes start (the outputs, samples first), how many and their cotangents. Exact: of Σ_samples f_j
     for each output j of the flattened outputs. Probes: of Σ uᵀf with u ~ N(0, I) drawn on the CPU in turn, M times;
-    E[uuᵀ] = I makes their K unbiased (``attention_nfa``'s estimator for the GPT's T·V logits)."""
+    E[uuᵀ] = I makes their K unbiased (``attention_nfa``'s estimator for the GPT's T·V logits). ``weights``
+    (``_weights``): zero at the entries that are not samples' outputs (padding), which then add nothing."""
     if any(out.shape != outs[0].shape for out in outs):
         raise ValueError(f"the model and init give outputs of shapes {[tuple(out.shape) for out in outs]}: init= must "
                          "be the same network at initialization")
     shape, dtype, device = outs[0].shape, outs[0].dtype, outs[0].device
     if probes is not None:
-        return outs, probes, lambda start, size: torch.stack(
-            [torch.randn(shape, generator=generator, dtype=dtype) for _ in range(size)]).to(device)
+        def gaussian(start: int, size: int) -> torch.Tensor:
+            u = torch.stack([torch.randn(shape, generator=generator, dtype=dtype) for _ in range(size)]).to(device)
+            return u if weights is None else u * weights.reshape(shape)
+
+        return outs, probes, gaussian
     count = outs[0][0].numel()
 
     def one_hot(start: int, size: int) -> torch.Tensor:
         v = torch.zeros((size, shape[0], count), dtype=dtype, device=device)
         picks = torch.arange(size, device=device)
         v[picks, :, picks + start] = 1
-        return v
+        return v if weights is None else v.mul_(weights)
 
     return [out.reshape(len(out), -1) for out in outs], count, one_hot
 
@@ -268,11 +315,11 @@ def _through_readout(ks: Covariances, by_site: dict[str, list[Layer]], sites: li
 def _add_batch(sums: list[Covariances], runs: list[Run], batch: torch.Tensor, by_site: dict[str, list[Layer]],
                probes: int | None, generator: torch.Generator, output: Outputs, dims: tuple[int, int],
                chunk_bytes: int, fast: bool, first: bool,
-               last: Callable[[], readout.Call | None] | None = None) -> None:
+               last: Callable[[], readout.Call | None] | None = None, mask: torch.Tensor | None = None) -> None:
     """K (sums[0]) and, with an init model's run, K̄ (sums[1]) over one batch (the ``first``: ``_run``). A function of
     its own so that the batch's graph, shifts and gradients are freed before the next batch's forward pass
     (``mlp_nfa``'s memory plan). ``last``: the readout's call (``readout.last_linear``), to sum through it, with one
-    model and no probes."""
+    model, no probes and no mask. ``mask``: the batch's, of the outputs that are samples' own."""
     outs, raws, sites, wrts = (list(each) for each in zip(*(_run(run, batch, by_site, output, dims, first)
                                                              for run in runs)))
     if any(s != sites[0] for s in sites) or any(a.shape != b.shape for w in wrts[1:] for a, b in zip(wrts[0], w)):
@@ -281,7 +328,8 @@ def _add_batch(sums: list[Covariances], runs: list[Run], batch: torch.Tensor, by
                          "call, so init= must be the same network, routing alike; measure without init= otherwise")
     plan = None if last is None else readout.plan(last(), raws[0], wrts[0], dims[1])
     if plan is None:
-        starts, count, cotangents = _general(outs, probes, generator)
+        weights = None if mask is None else _weights(mask, raws[0], dims[1])
+        starts, count, cotangents = _general(outs, probes, generator, weights)
     else:
         done = _through_readout(sums[0], by_site, sites[0], wrts[0], raws[0], plan)
         sites[0] = [site for i, site in enumerate(sites[0]) if i not in done]
@@ -300,28 +348,55 @@ def _add_batch(sums: list[Covariances], runs: list[Run], batch: torch.Tensor, by
                     _add(sums[1], layer, diff, fast)
 
 
-def k_sums(model: nn.Module, x: torch.Tensor, layers: list[Layer], init: nn.Module | None, batch_size: int,
-           probes: int | None, generator: torch.Generator | None, output: Outputs, sample_dim: int,
-           chunk_bytes: int = CHUNK_BYTES, fast: bool = False) -> list[Covariances]:
-    """[K] of every layer over the samples x, or [K, K̄] with ``init``; (k_{ℓ+1}, k_{ℓ+1}) float64 on x's device.
-    Arguments checked (``checked_x``) and layers chosen (``chosen_layers``) by the caller."""
-    generator = torch.Generator().manual_seed(0) if generator is None else generator
-    if init is not None:
-        checked_init(model, init, layers)
+def _summed(models: list[nn.Module], x: torch.Tensor, layers: list[Layer], batch_size: int, probes: int | None,
+            generator: torch.Generator, output: Outputs, sample_dim: int, chunk_bytes: int, fast: bool,
+            mask: torch.Tensor | None, check: bool) -> tuple[list[Covariances], set[str]]:
+    """The unscaled sums of ``k_sums`` over x's batches, by layer name. With ``check``, the layers whose output the
+    samples share (``interaction.shared_sites``) are found first, and returned in place of sums where there are
+    any."""
     by_site: dict[str, list[Layer]] = {}
     for layer in layers:
         by_site.setdefault(layer.site, []).append(layer)
-    models = [model] if init is None else [model, init]
     sums: list[Covariances] = [{} for _ in models]
     with ExitStack() as stack:
         for net in models:
             stack.enter_context(_measuring(net))
         runs = [stack.enter_context(output_shifts(net, layers)) for net in models]
-        closed = fast and init is None and probes is None
-        last = stack.enter_context(readout.last_linear(model)) if closed else None
-        dims = (sample_dim, sample_dims(runs[0], x, sample_dim, output))
-        for i, batch in enumerate(x.split(batch_size, dim=sample_dim)):
-            _add_batch(sums, runs, batch, by_site, probes, generator, output, dims, chunk_bytes, fast, i == 0, last)
+        closed = fast and len(models) == 1 and probes is None and mask is None
+        last = stack.enter_context(readout.last_linear(models[0])) if closed else None
+        out_dim, unmoved = sample_dims(runs[0], x, sample_dim, output)
+        dims = (sample_dim, out_dim)
+        if check:
+            shared = {layer.name for site in shared_sites(runs[0], x, sample_dim, output, out_dim, unmoved)
+                      for layer in by_site[site]}
+            if shared:
+                return sums, shared
+        masks = _mask_batches(mask, x.shape[sample_dim], dims[1], batch_size)
+        for i, (batch, m) in enumerate(zip(x.split(batch_size, dim=sample_dim), masks)):
+            _add_batch(sums, runs, batch, by_site, probes, generator, output, dims, chunk_bytes, fast, i == 0, last, m)
+    return sums, set()
+
+
+def k_sums(model: nn.Module, x: torch.Tensor, layers: list[Layer], init: nn.Module | None, batch_size: int,
+           probes: int | None, generator: torch.Generator | None, output: Outputs, sample_dim: int,
+           chunk_bytes: int = CHUNK_BYTES, fast: bool = False, mask: torch.Tensor | None = None) -> list[Covariances]:
+    """[K] of every layer over the samples x, or [K, K̄] with ``init``; (k_{ℓ+1}, k_{ℓ+1}) float64 on x's device.
+    Arguments checked (``checked_x``) and layers chosen (``chosen_layers``) by the caller. Layers whose output the
+    samples of a batch share are summed one sample at a time, with a warning (``SHARED``)."""
+    generator = torch.Generator().manual_seed(0) if generator is None else generator
+    mask = checked_mask(mask)
+    if init is not None:
+        checked_init(model, init, layers)
+    models = [model] if init is None else [model, init]
+    options = (probes, generator, output, sample_dim, chunk_bytes, fast, mask)
+    sums, shared = _summed(models, x, layers, batch_size, *options, check=batch_size > 1)
+    if shared:
+        n = x.shape[sample_dim]
+        warnings.warn(SHARED.format(names=sorted(shared), n=n), stacklevel=3)
+        rest = [layer for layer in layers if layer.name not in shared]
+        sums = _summed(models, x, rest, batch_size, *options, check=False)[0] if rest else sums
+        alone = _summed(models, x, [layer for layer in layers if layer.name in shared], 1, *options, check=False)[0]
+        sums = [batched | each for batched, each in zip(sums, alone)]
     scale = x.shape[sample_dim] * (probes or 1)
     ks = [{name: (k if fast else gram.symmetric(k)).div_(scale) for name, k in each.items()} for each in sums]
     for each in ks:  # a layer whose site never gave a gradient (no chunk ran) has K = 0
@@ -335,8 +410,8 @@ def k_sums(model: nn.Module, x: torch.Tensor, layers: list[Layer], init: nn.Modu
 def covariances(model: nn.Module, x: torch.Tensor, layers: Collection[str] | None = None, *,
                 init: nn.Module | None = None, batch_size: int = 256, probes: int | None = None,
                 generator: torch.Generator | None = None, output: Outputs = logits,
-                sample_dim: int = 0, chunk_bytes: int = CHUNK_BYTES,
-                fast: bool = False) -> tuple[Covariances, Covariances | None]:
+                sample_dim: int = 0, chunk_bytes: int = CHUNK_BYTES, fast: bool = False,
+                mask: torch.Tensor | None = None) -> tuple[Covariances, Covariances | None]:
     """K = (1/n) Σ g gᵀ, g = ∂f/∂h (float64, on x's device), of every layer of ``model`` over the samples ``x``, by
     layer name, and with ``init`` (the same network at initialization) K̄ from g − g₀, g₀ init's gradient of the same
     output j (or probe u) at the same sample and position; None in its place without. The one K sum of the library
@@ -352,5 +427,5 @@ def covariances(model: nn.Module, x: torch.Tensor, layers: Collection[str] | Non
     x, sample_dim = checked_x(x, batch_size, probes, sample_dim)
     model, init = unwrapped(model), unwrapped(init, "init")
     found, _ = chosen_layers(model, layers, warn=False)
-    ks = k_sums(model, x, found, init, batch_size, probes, generator, output, sample_dim, chunk_bytes, fast)
+    ks = k_sums(model, x, found, init, batch_size, probes, generator, output, sample_dim, chunk_bytes, fast, mask)
     return ks[0], ks[1] if init is not None else None

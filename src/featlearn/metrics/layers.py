@@ -10,7 +10,10 @@ in GPT-2, weight stored in×out), recognised by trying it on a random input rath
 nn.Conv1d/2d/3d (W in patch space, as ``conv_nfa``; grouped convs block-diagonal); the q, k, v projections and
 out_proj of nn.MultiheadAttention (torchvision's ViT, nn.Transformer); a fused C → 3C projection named in
 ``FUSED_QKV`` (nanoGPT's and GPT-2's ``c_attn``, timm's ``qkv``) split into its q, k, v rows as
-``gpt.attention_weights``. Separate q/k/v Linears (Hugging Face's q_proj, BERT's query) need nothing more.
+``gpt.attention_weights``. Separate q/k/v Linears (Hugging Face's q_proj, BERT's query) need nothing more. A
+parametrized weight (torch.nn.utils.parametrize) is read as the module computes it. An adapted layer (peft's LoRA
+``Linear``, any module computing W x + B A x) is measured as the one map it computes, not as its parts
+(``adapters``).
 
 Not measured, and said so (``scan``'s second result, with how to measure them where there is a way): transposed
 convs, recurrent layers, embeddings, nn.Bilinear, 2-D-weight modules that compute something else, and any other
@@ -28,8 +31,10 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 from torch import nn
+from torch.nn.utils import parametrize
 from torch.overrides import TorchFunctionMode
 
+from featlearn.metrics import adapters
 from featlearn.metrics.jacobians import zero_shifts
 
 FUSED_QKV = ("c_attn", "qkv")
@@ -119,7 +124,7 @@ def _linear_like(module: nn.Module) -> Callable[[nn.Module], torch.Tensor] | Non
     """How to read W (out, in) off a module that is not an nn.Linear but computes x Wᵀ + b (W = weight) or x W + b
     (W = weight.T, transformers' Conv1D), found by running it on a random input; None if it computes neither. On the
     meta device, which computes nothing, only transformers' Conv1D is recognised, by name."""
-    w, b = module._parameters.get("weight"), module._parameters.get("bias")
+    w, b = module.weight, module._parameters.get("bias")
     if w.is_meta:
         return _weight_t if type(module).__name__ == "Conv1D" else None
     with torch.no_grad():
@@ -140,7 +145,10 @@ def _linear_like(module: nn.Module) -> Callable[[nn.Module], torch.Tensor] | Non
 
 
 def _is_weighted(module: nn.Module) -> bool:
-    """A leaf module with a 2-D ``weight`` parameter of its own: possibly Linear-like."""
+    """A leaf module with a 2-D ``weight`` parameter of its own, or a parametrized one (torch.nn.utils.parametrize,
+    whose ``parametrizations`` is its only child): possibly Linear-like."""
+    if parametrize.is_parametrized(module, "weight"):
+        return module.weight.dim() == 2 and list(module._modules) == ["parametrizations"]
     w = module._parameters.get("weight")
     return (isinstance(w, nn.Parameter) and not isinstance(w, nn.parameter.UninitializedParameter) and w.dim() == 2
             and next(module.children(), None) is None)
@@ -163,12 +171,23 @@ def _matrix_parameters(model: nn.Module, named: set[str]) -> dict[str, str]:
     return found
 
 
+def _adapter(path: str, adapted: list[str]) -> str | None:
+    """The adapted layer (``adapters``) that the module at ``path`` is part of, if any."""
+    return next((a for a in adapted if not a or path.startswith(f"{a}.")), None)
+
+
 def scan(model: nn.Module) -> tuple[list[Layer], dict[str, str]]:
     """Every measurable layer of ``model`` in module order, and the modules with weights that are not measured (and
     other matrix-shaped parameters, ``_matrix_parameters``), by name, each with the reason and how to measure it
-    where there is a way."""
-    found, skipped, inside_attention = [], {}, set()
+    where there is a way. An adapted layer (LoRA: ``adapters``) is measured as the one map it computes, its parts
+    named as such."""
+    found, skipped, inside_attention, adapted = [], {}, set(), []
     for path, module in model.named_modules():
+        part_of = _adapter(path, adapted)
+        if part_of is not None:
+            if isinstance(module, nn.Linear) or _is_weighted(module):
+                skipped[path] = f"{type(module).__name__}: {adapters.PART.format(path=part_of)}"
+            continue
         if isinstance(module, nn.MultiheadAttention):
             inside_attention.add(module.out_proj)  # its forward never runs: F.multi_head_attention_forward
             found.extend(_attention_layers(path, module))
@@ -190,7 +209,13 @@ def scan(model: nn.Module) -> tuple[list[Layer], dict[str, str]]:
                 skipped[path] = f"{type(module).__name__}: {OTHER_WEIGHT}"
                 continue
         else:
-            continue
+            read = adapters.adapted(module)
+            if read is None:
+                continue
+            adapted.append(path)
+            if isinstance(read, str):
+                skipped[path] = f"{type(module).__name__}: {read}"
+                continue
         out_features, in_features = read(module).shape
         fused = path.rpartition(".")[2] in FUSED_QKV and out_features == 3 * in_features
         parts = _thirds(in_features) if fused else {"": slice(None)}

@@ -33,6 +33,10 @@ from featlearn.metrics.k_sum import (
 from featlearn.metrics.layers import Layer
 
 __all__ = ["LONG_NAMES", "agop", "covariances", "logits", "measure_nfa"]
+# A layer's K is zero to rounding when its trace is at most (ROUNDING·ε)² of the largest of the layers measured with
+# it, ε its gradients' dtype's: gradients ~100 roundings below every other layer's (a float64 attention's q and k over
+# one token gave K ~1e-44 of the v's; float32's smallest legitimate ratios, vanishing gradients, lie far above).
+ROUNDING = 100.0
 LONG_NAMES = nfa.LONG_NAMES | {
     "nfm": "NFM WᵀW",
     "agop": "AGOP WᵀKW with respect to the layer input",
@@ -41,13 +45,13 @@ LONG_NAMES = nfa.LONG_NAMES | {
 
 def agop(model: nn.Module, x: torch.Tensor, layers: Collection[str] | None = None, *, batch_size: int = 256,
          probes: int | None = None, generator: torch.Generator | None = None, output: Outputs = logits,
-         sample_dim: int = 0) -> dict[str, torch.Tensor]:
+         sample_dim: int = 0, mask: torch.Tensor | None = None) -> dict[str, torch.Tensor]:
     """The AGOP WᵀKW (float64, on x's device) of every layer of ``model`` over the samples ``x`` (n, …), by layer
     name; ``layers`` picks some by name. Options as ``measure_nfa``."""
     x, sample_dim = checked_x(x, batch_size, probes, sample_dim)
     model = unwrapped(model)
     found, _ = chosen_layers(model, layers, warn=True)
-    (ks,) = k_sums(model, x, found, None, batch_size, probes, generator, output, sample_dim, fast=True)
+    (ks,) = k_sums(model, x, found, None, batch_size, probes, generator, output, sample_dim, fast=True, mask=mask)
     return {layer.name: nfa.agop(layer.matrix(model), ks[layer.name]) for layer in found}
 
 
@@ -83,12 +87,24 @@ class _Pair:
         return inner / denom if denom > 0 else float("nan")
 
 
-def _notes(layer: Layer, w: torch.Tensor, w0: torch.Tensor | None, k: torch.Tensor) -> dict[str, str]:
+def _rounding(k: torch.Tensor, dtype: torch.dtype, top: float) -> bool:
+    """Whether K is not zero but zero to rounding (``ROUNDING``; ``top``, the largest trace of the layers measured
+    with it): its NFCs would be noise's."""
+    trace = float(k.diagonal().sum())
+    return 0 < trace <= (ROUNDING * torch.finfo(dtype).eps) ** 2 * top
+
+
+def _notes(layer: Layer, w: torch.Tensor, w0: torch.Tensor | None, k: torch.Tensor, rounding: bool) -> dict[str, str]:
     """Why a layer's NFCs would be NaN (or R_C zero), by cause."""
     notes = {}
     if not torch.any(k != 0):
         notes["zero_agop"] = ("its AGOP is zero: no output depends on it at these inputs (a zero-initialised layer "
                               "after it, as torchvision's ViT head at init, or an unused layer), so its NFCs are NaN")
+    if rounding:
+        notes["rounding_agop"] = (f"its K is zero to rounding (its trace is at most ({ROUNDING:g}·ε)² of the largest "
+                                  "layer's, ε its dtype's): no output depends on it beyond rounding (attention over "
+                                  "a single token, whose softmax passes no gradient to q and k), so its NFCs are NaN "
+                                  "(its AGOP is kept as computed)")
     if not torch.any(w != 0):
         notes["zero_w"] = "its W is zero (a zero-initialised layer), so its NFM and NFCs are zero or NaN"
     if w0 is not None and torch.equal(w, w0):
@@ -100,7 +116,7 @@ def _notes(layer: Layer, w: torch.Tensor, w0: torch.Tensor | None, k: torch.Tens
 def measure_nfa(model: nn.Module, x: torch.Tensor, init: nn.Module | None = None,
                 layers: Collection[str] | None = None, *, batch_size: int = 256, probes: int | None = None,
                 generator: torch.Generator | None = None, output: Outputs = logits,
-                matrices: bool = True, sample_dim: int = 0) -> xr.Dataset:
+                matrices: bool = True, sample_dim: int = 0, mask: torch.Tensor | None = None) -> xr.Dataset:
     """NFA quantities of every Linear(-like), conv and attention projection of ``model`` over the samples ``x``, on
     x's device.
 
@@ -113,6 +129,14 @@ def measure_nfa(model: nn.Module, x: torch.Tensor, init: nn.Module | None = None
     of the outputs instead of the exact sum over outputs (worth it past ~100 outputs per sample), drawn from
     ``generator`` (default seed 0). ``output``: f from what the model returns. ``matrices``: keep every layer's NFM
     and AGOP, float64 (in patch space a 512-channel 3×3 conv's are 4608² each); without, they are not built.
+    ``mask``: boolean over f's leading dimensions (f's order, e.g. (n, T) for per-token logits (n, T, V)), True where
+    an output is a sample's own, False at padding, whose outputs then add nothing to K (padded batches: the model
+    must keep padding out of the real positions' outputs, with an attention mask or right padding under causal
+    attention; docs/own-model.md).
+
+    A layer whose output the samples of a batch share (computed once and broadcast: a table or prototypes through a
+    layer) is summed one sample at a time, with a warning; an adapted layer (LoRA: W + BA) is measured as the one
+    map it computes; a layer whose K is zero to rounding gets NaN NFCs and a note.
 
     Returns, on the dimensions ``layer`` (module names; a fused or nn.MultiheadAttention projection as
     ``<module>.q``, ``.k``, ``.v``, ``.out_proj``) and ``convention`` (cosine, the paper's ρ; pearson, the authors'
@@ -126,21 +150,25 @@ def measure_nfa(model: nn.Module, x: torch.Tensor, init: nn.Module | None = None
     found, skipped = chosen_layers(model, layers, warn=True)
     if init is not None:
         checked_init(model, init, found)
-    (ks,) = k_sums(model, x, found, None, batch_size, probes, generator, output, sample_dim, fast=True)
+    (ks,) = k_sums(model, x, found, None, batch_size, probes, generator, output, sample_dim, fast=True, mask=mask)
+    top = max((float(k.diagonal().sum()) for k in ks.values()), default=0.0)
     conventions = list(nfa.CONVENTIONS)
     rows: dict[str, list] = {name: [] for name in ("uc_nfc", "c_nfc", "ratio_c_uc", "dw_rel")}
     arrays, notes = {}, {}
     for layer in found:
-        w, k = layer.matrix(model).to(torch.float64), ks[layer.name]
+        w, k = layer.matrix(model), ks[layer.name]
+        noise = _rounding(k, w.dtype, top)
+        w = w.to(torch.float64)
         w0 = None if init is None else layer.matrix(init).to(device=w.device, dtype=torch.float64)
-        for cause, why in _notes(layer, w, w0, k).items():
+        for cause, why in _notes(layer, w, w0, k, noise).items():
             notes.setdefault(cause, (why, []))[1].append(layer.name)
         uc = _Pair(w, k, matrices)
-        rows["uc_nfc"].append([uc.correlation(c) for c in conventions])
+        nan = [float("nan")] * len(conventions)
+        rows["uc_nfc"].append(nan if noise else [uc.correlation(c) for c in conventions])
         if w0 is not None:
             c_pair = _Pair(w - w0, k, False)
-            rows["c_nfc"].append([c_pair.correlation(c) for c in conventions])
-            rows["ratio_c_uc"].append(c_pair.inner / uc.inner if uc.inner != 0 else float("nan"))
+            rows["c_nfc"].append(nan if noise else [c_pair.correlation(c) for c in conventions])
+            rows["ratio_c_uc"].append(c_pair.inner / uc.inner if uc.inner != 0 and not noise else float("nan"))
             rows["dw_rel"].append(nfa.relative_weight_change(w, w0))
         if matrices:
             dims = (f"input_i[{layer.name}]", f"input_j[{layer.name}]")
