@@ -55,6 +55,9 @@ def test_lazy_imports_are_followed_except_at_declared_dispatch_points():
         if deps._table(tree) is None:
             if path.name == "deps.py":  # the planner: it imports the light kinds table, and no job runs it
                 continue
+            if path.relative_to(deps.SRC).as_posix() == "featlearn/claims/registry.py":
+                # imports a paper's figure modules by file name; the claims job names them (Plan.claims_code)
+                continue
             assert "importlib.import_module" not in text, f"{path} imports dynamically but declares no DISPATCH"
             continue
         module = str(path.relative_to(deps.SRC).with_suffix("")).replace("/", ".").removesuffix(".__init__")
@@ -154,10 +157,10 @@ def test_a_stamp_from_before_entry_stamps_keeps_its_time(tmp_path):
     assert stamp.stat().st_mtime_ns > 10**18
 
 
-# The dispatchers with literal tables: the package's library names, the architectures, optimizers, measurement
-# families, data blocks, and the train script's metric-steered optimizers.
+# The dispatchers with literal tables: the package's library names, the architectures, optimizers (with the metric
+# steering one), measurement families and data blocks.
 DISPATCHERS = ("featlearn", "featlearn.models", "featlearn.optim", "featlearn.metrics.measure",
-               "featlearn.data.prepare", "workflow/scripts/train.py")
+               "featlearn.data.prepare")
 
 
 def _clear_caches() -> None:
@@ -190,8 +193,7 @@ def _jobs_code(root: Path) -> dict[str, tuple[set, dict[str, str]]]:
         for uid, unit in units.items():
             if e in plan.trained:
                 optimizer = unit["train"]["optimizer"]
-                picks = {("featlearn.models", unit["model"].get("arch", "mlp")), ("featlearn.optim", optimizer),
-                         ("workflow/scripts/train.py", optimizer)}
+                picks = {("featlearn.models", unit["model"].get("arch", "mlp")), ("featlearn.optim", optimizer)}
                 jobs[f"train {e}/{uid}"] = (picks, plan.train_code(unit))
             jobs[f"measure {e}/{uid}"] = (set(plan.kind[e].entries(unit)), plan.measure_code(e, unit))
     return {job: (picks, {s: (root / s).read_text() for s in code}) for job, (picks, code) in jobs.items()}

@@ -90,9 +90,10 @@ def test_each_job_lists_the_dispatch_entries_it_chooses():
             entries = {s for s in code if s.startswith(f"{deps.STAMPS}/dispatch/")}
             expected = {f"{deps.STAMPS}/dispatch/src/featlearn/optim/__init__.py/{optimizer}.ast",
                         f"{deps.STAMPS}/dispatch/src/featlearn/models/__init__.py/{arch}.ast"}
-            if optimizer == "slo_adaptive":  # the only optimizer steered by a metric (the train script's table)
-                expected.add(f"{deps.STAMPS}/dispatch/workflow/scripts/train.py/{optimizer}.ast")
             assert entries == expected, unit
+            # the only optimizer steered by a metric (its optim.DISPATCH entry says which) runs the metric's code
+            steered = f"{deps.STAMPS}/src/featlearn/metrics/nfa.py.ast" in code
+            assert steered == (optimizer == "slo_adaptive"), unit
             assert code[0] == f"{deps.STAMPS}/workflow/scripts/train.py.ast"
     for block in p.real_data.values():
         entries = [s for s in p.data_code(block) if s.startswith(f"{deps.STAMPS}/dispatch/")]

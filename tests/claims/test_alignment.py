@@ -5,7 +5,7 @@ import pytest
 import xarray as xr
 
 from featlearn.claims import core
-from featlearn.claims.core import FAILED, NOT_MEASURED, PASSED
+from featlearn.claims.core import FAILED, NOT_INFORMATIVE, NOT_MEASURED, PASSED
 from featlearn.claims.diagnoses import CONSTRUCTION, OPEN, Finding, fill
 from featlearn.claims.registry import claims_of
 
@@ -142,14 +142,16 @@ def reversing(observed: np.ndarray, predicted: np.ndarray) -> xr.Dataset:
                       coords={"gamma": gammas, "data_seed": [0, 1]}, attrs=ATTRS)
 
 
-def test_fig3_tracking_passes_while_the_reversal_fails_when_rho_stays_at_one():
+def test_fig3_tracking_is_not_informative_and_the_reversal_fails_when_rho_stays_at_one():
     flat = np.ones((4, 2))
     ds = reversing(flat, flat - 0.006)
-    assert _check("fig3.prediction_tracks", reversing=ds).status == PASSED
+    tracking = _check("fig3.prediction_tracks", reversing=ds)
+    assert tracking.status == NOT_INFORMATIVE and "compares two near-constants" in tracking.note
     reversal = _check("fig3.reversal", reversing=ds)
     assert reversal.status == FAILED and reversal.value == pytest.approx(1.0)
     spread = np.linspace(0.4, 0.95, 4)[:, None].repeat(2, axis=1)
     assert _check("fig3.reversal", reversing=reversing(spread, spread)).status == PASSED
+    assert _check("fig3.prediction_tracks", reversing=reversing(spread, spread)).status == PASSED
 
 
 def real_mlp(gap_start: float, gap_end: float, c_first: float = 0.95) -> xr.Dataset:

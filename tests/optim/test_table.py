@@ -1,3 +1,4 @@
+import importlib
 import json
 import subprocess
 import sys
@@ -10,9 +11,9 @@ from featlearn.pipeline import deps
 from featlearn.pipeline.jobs import save_tensors
 
 ROOT = deps.ROOT
-TRAIN_METRICS = deps.dispatch("workflow/scripts/train.py")
+OPTIMIZERS = deps.dispatch("featlearn.optim")
 # one optimizer per distinct train job code (its module, and the metric it steers by)
-ONE_PER_CODE = sorted({(optim.DISPATCH[n], TRAIN_METRICS.get(n)): n for n in reversed(list(optim.DISPATCH))}.values())
+ONE_PER_CODE = sorted({(OPTIMIZERS[n], optim.metrics(n)): n for n in reversed(list(optim.DISPATCH))}.values())
 
 
 def _run(code: str, *args: str) -> str:
@@ -28,7 +29,7 @@ def test_planning_checks_every_optimizer_without_torch():
     code = ("import importlib, json, sys, yaml\nfrom featlearn import optim\n"
             "from featlearn.pipeline import validation\n"
             "validation.validate(yaml.safe_load(open('config.yaml')), 'workflow/schemas/config.schema.yaml')\n"
-            "modules = [importlib.import_module(m) for m in optim.DISPATCH.values()]\n"
+            "modules = [optim.module(name) for name in optim.DISPATCH]\n"
             "missing = [m.__name__ for m in modules for f in ('make', 'check', 'state_copies')\n"
             "           if not callable(getattr(m, f, None))]\n"
             "print(json.dumps([missing, 'torch' in sys.modules]))")
@@ -47,14 +48,14 @@ def test_a_run_loads_exactly_its_own_optimizer(name, tmp_path):
                       "readout_scale": 1.0},
             "train": train, "measure": {}}
     save_tensors(make_dataset(spec["data"]), tmp_path / "data.pt")
-    metric = TRAIN_METRICS.get(name)
+    metric = optim.metrics(name)
     code = ("import json, sys\nfrom featlearn.pipeline.jobs import load_tensors\nfrom featlearn.train import train\n"
             + (f"from {metric} import hidden_layer_nfcs as f\n" if metric else "f = None\n")
             + f"train(json.loads({json.dumps(spec)!r}), load_tensors({str(tmp_path / 'data.pt')!r}), "
             f"{str(tmp_path / 'r.pt')!r}, {str(tmp_path / 'c')!r}, layer_nfcs=f)\n"
             "print(' '.join(m for m in sys.modules if m.startswith('featlearn') and m not in sys.argv[1:]))")
     loaded = {str(deps.module_file(m).relative_to(ROOT)) for m in _run(code, *deps.INERT).split()}
-    job = deps.job_sources("train", "featlearn.models.mlp", optim.DISPATCH[name], *([metric] if metric else []))
+    job = deps.job_sources("train", "featlearn.models.mlp", OPTIMIZERS[name], *([metric] if metric else []))
     assert loaded == set(job[1:])
 
 
@@ -68,3 +69,14 @@ def test_each_optimizer_says_how_much_state_it_keeps():
     Adam's and AdamW's two moments, one copy for the others; no table keyed by optimizer name elsewhere."""
     copies = {name: optim.module(name).state_copies({"optimizer": name}) for name in optim.DISPATCH}
     assert copies == {"gd": 1, "sgd": 1, "adam": 2, "adamw": 2, "slo": 1, "slo_adaptive": 1}
+
+
+def test_an_optimizer_says_the_metric_that_steers_it():
+    """The train script hands an optimizer the metric its table entry names (the entry's stamp covers the choice); no
+    other table is keyed by optimizer name (the script has none)."""
+    steered = {name: optim.metrics(name) for name in optim.DISPATCH if optim.metrics(name)}
+    assert steered == {"slo_adaptive": "featlearn.metrics.nfa"}
+    assert callable(getattr(importlib.import_module(steered["slo_adaptive"]), "hidden_layer_nfcs", None))
+    assert "DISPATCH" not in (ROOT / "workflow/scripts/train.py").read_text()
+    with pytest.raises(ValueError, match="unknown train.optimizer 'lbfgs'"):
+        optim.metrics("lbfgs")

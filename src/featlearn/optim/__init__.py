@@ -1,6 +1,9 @@
-"""Optimizers, one table: ``DISPATCH`` maps each ``train.optimizer`` name to the module that builds it. A run imports
-only its own optimizer's module, so an SLO edit never reruns a GPT job (``featlearn.pipeline.deps``); the table is also
-the list of names config.yaml may use (``featlearn.pipeline.validation`` writes it into the schema).
+"""Optimizers, one table: ``DISPATCH`` maps each ``train.optimizer`` name to the module that builds it, or to
+``{"module": …, "metrics": …}`` for an optimizer steered by a measurement of the network while it trains: the metric
+module whose ``hidden_layer_nfcs`` the train script hands it (adaptive SLO's layer NFCs), also a code input of its
+jobs. A run imports only its own optimizer's module, so an SLO edit never reruns a GPT job
+(``featlearn.pipeline.deps``); the table is also the list of names config.yaml may use
+(``featlearn.pipeline.validation`` writes it into the schema).
 
 Adding an optimizer: write its module and add one line to ``DISPATCH`` (a new line reruns no existing job,
 ``featlearn.pipeline.deps``). The module imports torch only inside its
@@ -25,22 +28,33 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-# train.optimizer -> the module that builds it
+# train.optimizer -> the module that builds it (and the metric module it is steered by, if any)
 DISPATCH = {
     "gd": "featlearn.optim.standard",
     "sgd": "featlearn.optim.standard",
     "adam": "featlearn.optim.standard",
     "adamw": "featlearn.optim.adamw",
     "slo": "featlearn.optim.slo",
-    "slo_adaptive": "featlearn.optim.slo",
+    "slo_adaptive": {"module": "featlearn.optim.slo", "metrics": "featlearn.metrics.nfa"},
 }
+
+
+def _entry(name: str) -> dict[str, str]:
+    if name not in DISPATCH:
+        raise ValueError(f"unknown train.optimizer {name!r}; choose one of {tuple(DISPATCH)}")
+    entry = DISPATCH[name]
+    return {"module": entry} if isinstance(entry, str) else entry
 
 
 def module(name: str) -> ModuleType:
     """The module of optimizer ``name``, imported on first use."""
-    if name not in DISPATCH:
-        raise ValueError(f"unknown train.optimizer {name!r}; choose one of {tuple(DISPATCH)}")
-    return importlib.import_module(DISPATCH[name])
+    return importlib.import_module(_entry(name)["module"])
+
+
+def metrics(name: str) -> str | None:
+    """The metric module that steers optimizer ``name`` while it trains (not imported: planning stays torch-free), or
+    None for an optimizer that measures nothing."""
+    return _entry(name).get("metrics")
 
 
 def check(exp: dict, where: str) -> list[str]:

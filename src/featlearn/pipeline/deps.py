@@ -344,7 +344,7 @@ def main() -> None:
             print(f"  {path}")
     dispatchers = sorted(str(p.relative_to(SRC).with_suffix("")).replace("/", ".").removesuffix(".__init__")
                          for p in (SRC / PACKAGE).rglob("*.py") if _table(ast.parse(p.read_text())) is not None)
-    for module in [*dispatchers, str(SCRIPTS.relative_to(ROOT) / "train.py")]:
+    for module in dispatchers:
         path = _entry_file(module)
         literal_table = _literal_table(ast.parse(path.read_text())) is not None
         print(f"\n{module}: {_purpose(path)}")

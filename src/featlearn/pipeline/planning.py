@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from featlearn import config as fc
+from featlearn import optim
 from featlearn.claims import figure_modules
 from featlearn.data import prepare
 from featlearn.figures import figure_numbers
@@ -27,7 +28,6 @@ SCALE_STAMP = "results/scale.txt"  # the scale the figures/figN.pdf shortcuts sh
 # Every stamp the plan writes (code, spec, scale): the files a dry run, which writes none, plans as jobs of rule stamp
 STAMP_PATHS = rf"{re.escape(deps.STAMPS)}/.+\.ast|results/[^/]+/specs/[^/]+\.json|{re.escape(SCALE_STAMP)}"
 STAGES = ("train", "measure")  # the rules whose jobs may ask for a GPU
-TRAIN_METRICS = "workflow/scripts/train.py"  # its table: the optimizers that measure the network while training
 
 
 def one_of(names: Any) -> str:
@@ -240,13 +240,13 @@ class Plan:
         return deps.job_code("prepare_data", choices=[("featlearn.data.prepare", prepare.choice(params))])
 
     def train_code(self, spec: dict) -> list[str]:
-        """The train script, the run's architecture and optimizer and, for an optimizer steered by a metric (the
-        script's own table), the metric's module."""
+        """The train script, the run's architecture and optimizer and, for an optimizer steered by a metric (its
+        entry of ``optim.DISPATCH`` says which, so that entry's stamp covers the choice), the metric's module."""
         optimizer = spec["train"]["optimizer"]
-        choices = [("featlearn.models", spec["model"].get("arch", "mlp")), ("featlearn.optim", optimizer)]
-        if optimizer in deps.dispatch(TRAIN_METRICS):
-            choices.append((TRAIN_METRICS, optimizer))
-        return deps.job_code("train", choices=choices)
+        metric = optim.metrics(optimizer)
+        return deps.job_code("train", *([metric] if metric else []),
+                             choices=[("featlearn.models", spec["model"].get("arch", "mlp")),
+                                      ("featlearn.optim", optimizer)])
 
     def kind_code(self, experiment: str, function: str) -> str:
         """The experiment's kind module as a job that calls only its `function` runs it (``deps.closure``)."""
