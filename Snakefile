@@ -17,6 +17,7 @@ configfile: "config.yaml"
 validation.validate(config, workflow.source_path("workflow/schemas/config.schema.yaml"))
 numerics.use(config.get("numerics", "pinned"))  # native lifts the pins again, before any job starts
 validation.check_output_dirs("results", "figures")
+validation.check_future_dates("results", "figures")  # before any stamp is written: an edit must look newer
 
 
 include: "workflow/rules/common.smk"
@@ -57,10 +58,18 @@ rule tangent:
 # whatever Snakemake's incomplete marker says (an orphan of a killed snakemake finished it); a shared output-cache
 # entry is read-only and checked before it is linked; every job records whether its experiment's config as parsed
 # now is the committed one (a config.yaml edited mid-build is not what ran).
+# A missing run or store that something made from it still stands on is rebuilt (Snakemake alone keeps its readers
+# and rebuilds nothing); an input newer than a job's outputs is compared by content, so an identical copy reruns
+# nothing; a cache that cannot take an entry never costs the local result (featlearn.pipeline.snakemake_patches).
 from featlearn.pipeline import reruns
+from featlearn.pipeline import snakemake_patches as patches
 
 reruns.keep_finished(workflow)
-reruns.guard_cache()
+patches.guard_cache()
+patches.check_cache_location(workflow.workflow_settings.cache is not None)
+patches.compare_by_content(workflow)
+if workflow.is_main_process:
+    reruns.rebuild_missing(workflow, PLAN.missing_intermediates())
 reruns.record_config_edits(config, PLAN.experiments, PLAN.units, workflow.basedir)
 
 
@@ -70,5 +79,11 @@ reruns.record_config_edits(config, PLAN.experiments, PLAN.units, workflow.basedi
 onstart:
     validation.check_device(config["device"], workflow.local_exec, gpu_count)
     reruns.refuse_duplicates(workflow.dag.needrun_jobs())  # an orphan still computing is named, never run twice
+    reruns.refuse_damaged_inputs(workflow.dag)  # before a job deletes its outputs to read a broken input
+    patches.note_sigterm()
     fr.check_disk(PLAN.projection, RESULTS)
     check_gpu_jobs(workflow.dag.needrun_jobs())
+
+
+onerror:
+    reruns.explain_stop()

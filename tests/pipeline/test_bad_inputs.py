@@ -8,6 +8,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 
@@ -93,6 +94,18 @@ def _unknown_dataset(repo):
     _edit_config(repo, lambda c: c["experiments"]["svhn_slo"]["data"].update(dataset="cifar-10"))
 
 
+def _results_link_dangles(repo):
+    (repo / "results").symlink_to(repo / "unmounted-disk" / "results")
+
+
+def _quoted_lr(repo):
+    _edit_config(repo, lambda c: c["experiments"]["chain_fig1"]["train"].update(lr="0.1"))
+
+
+def _repeated_seed(repo):
+    _edit_config(repo, lambda c: c["experiments"]["chain_fig1"]["scales"]["smoke"]["sweep"].update(seed=[0, 0]))
+
+
 # (case, how the repo is broken, targets and scale, what the message must say, files that must not exist)
 CASES = [
     ("malformed YAML", _broken_yaml, ("figures/smoke/tangent/fig2.pdf",), "smoke",
@@ -119,6 +132,15 @@ CASES = [
     ("unknown dataset", _unknown_dataset, ("figures/smoke/alignment/fig17.pdf",), "smoke",
      [r"experiments\.svhn_slo\.data\.dataset must be one of \['mnist', 'cifar10', .*'shakespeare_char'\] "
       r"\(got 'cifar-10'\)"], ["results", "figures"]),
+    ("results is a dangling symbolic link", _results_link_dangles, ("figures/smoke/tangent/fig2.pdf",), "smoke",
+     [r"results is a symbolic link to .*unmounted-disk/results, which does not exist .*mkdir -p .*rm 'results'"],
+     ["figures", "unmounted-disk"]),
+    ("a quoted number", _quoted_lr, ("figures/smoke/tangent/fig2.pdf",), "smoke",
+     [r"experiments\.chain_fig1\.train\.lr must be of type number \(got '0\.1'\); the value is quoted, which "
+      r"makes it a string: write 0\.1 without quotes"], ["results", "figures"]),
+    ("a sweep value twice", _repeated_seed, ("figures/smoke/tangent/fig2.pdf",), "smoke",
+     [r"experiments\.chain_fig1\.sweep\.seed lists 0 more than once \(got \[0, 0\]\); .*list each value once"],
+     ["results", "figures"]),
     ("dataset absent (paper scale, no download)", _as_shipped, (MNIST_CACHE,), "paper",
      [r"MNIST not found in data/MNIST/raw", r"--config download=true"], [MNIST_CACHE]),
     ("dataset folder with the wrong files", _mnist_with_wrong_files, (MNIST_CACHE,), "paper",
@@ -228,3 +250,39 @@ def test_a_config_change_is_seen_even_without_snakemakes_metadata(tmp_path, copy
     _edit_config(repo, lambda c: c["experiments"]["chain_fig1"]["scales"]["smoke"]["train"].update(lr=0.3))
     planned = _run(repo, "figures/smoke/alignment/fig1.pdf", "-n").stdout
     assert "rule train:" in planned and "rule figure:" in planned, planned[-3000:]
+
+
+def test_yaml_merge_keys_and_anchors_are_read_as_yaml_reads_them(tmp_path, copy_repo):
+    """`<<: *anchor` was refused as "not valid YAML … spaces, not tabs" though yaml.safe_load reads it."""
+    repo = copy_repo(tmp_path)
+    cfg = yaml.safe_load((repo / "config.yaml").read_text())
+    experiments = textwrap.indent(yaml.safe_dump(cfg.pop("experiments"), sort_keys=False), "  ")
+    text = yaml.safe_dump(cfg) + "experiments:\n" + experiments.replace("  chain_fig1:\n", "  chain_fig1: &chain\n", 1)
+    (repo / "config.yaml").write_text(text + "  chain_merged:\n    <<: *chain\n    sweep: {seed: [7]}\n")
+    assert yaml.safe_load((repo / "config.yaml").read_text())["experiments"]["chain_merged"]["kind"] == "training"
+    proc = _run(repo, "figures/smoke/tangent/fig2.pdf", "-n")
+    assert proc.returncode == 0, (proc.stdout + proc.stderr)[-3000:]
+
+
+def _tmpfs_refused(folder: Path) -> str | None:
+    """Why this machine cannot mount a tmpfs in a private mount namespace (root or CAP_SYS_ADMIN), or None."""
+    if not shutil.which("unshare"):
+        return "unshare (util-linux) is missing"
+    probe = subprocess.run(["unshare", "-m", "mount", "-t", "tmpfs", "-o", "size=4k", "tmpfs", str(folder)],
+                           capture_output=True, text=True)
+    return (probe.stderr.strip() or f"exit status {probe.returncode}") if probe.returncode else None
+
+
+def test_a_full_results_disk_stops_planning_naming_the_folder(tmp_path, copy_repo):
+    """Planning writes its stamps under results/: a full disk was a raw InputFunctionException … Errno 28."""
+    repo = copy_repo(tmp_path)
+    (repo / "results").mkdir()
+    if why := _tmpfs_refused(repo / "results"):
+        pytest.skip(f"cannot mount a tmpfs here: {why}")
+    call = " ".join(f"'{a}'" for a in _cmd("figures/smoke/tangent/fig2.pdf"))
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(repo / "src"), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run(["unshare", "-m", "sh", "-c", f"mount -t tmpfs -o size=1m tmpfs results && exec {call}"],
+                          cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and re.search(r"the disk holding results/ is full \(.* MB free\)", out), out[-3000:]
+    assert "move results/ to a larger disk" in out and "Errno 28" not in out

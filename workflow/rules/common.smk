@@ -4,9 +4,17 @@
 from featlearn.pipeline import deps
 from featlearn.pipeline import planning
 from featlearn.pipeline import resources as fr
+from featlearn.pipeline import snakemake_patches
 
 PLAN = planning.Plan(config)
-PLAN.write_stamps()  # each experiment's spec and the scale, rewritten only when they change
+# Each experiment's spec, the scale and every code stamp, rewritten only when they change; a dry run writes none and
+# has Snakemake rerun the readers of each stamp it would rewrite (rule stamp plans the ones missing) instead.
+DRY_RUN = snakemake_patches.dry_run()
+deps.WRITE_STAMPS = not DRY_RUN
+if DRY_RUN:
+    snakemake_patches.force(workflow, PLAN.stale_stamps())
+else:
+    PLAN.write_stamps()
 RESULTS, FIGURES, TAG, THREADS, REHEARSE = PLAN.results, PLAN.figures, PLAN.tag, PLAN.threads, PLAN.rehearse
 
 # The GPU memory jobs share: this machine's cards (nvidia-smi, once per call) or the gpu_mem_mb given in --resources
@@ -52,3 +60,19 @@ def check_gpu_jobs(jobs):
 def projection_tables(w):
     """What the projection script of target {which} needs of the DAG (report.smk, projection.smk)."""
     return PLAN.projection_tables(PLAN.figure_experiments_of(planning.projection_figure(w.which)))
+
+
+# A stamp is written while Snakemake plans, never by a job, except in a dry run, which writes nothing: there a stamp
+# that does not exist yet (a fresh clone) is planned as this rule's job, so the plan shows what a real build reruns.
+if DRY_RUN:
+
+    rule stamp:
+        output:
+            "{stamp}",
+        log:
+            "results/logs/stamps/{stamp}.log",
+        wildcard_constraints:
+            stamp=planning.STAMP_PATHS,
+        localrule: True
+        shell:
+            "echo 'featlearn: {output} is written while snakemake plans, never by a job; rerun snakemake' > {log}"

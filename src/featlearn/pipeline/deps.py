@@ -52,6 +52,7 @@ SRC = Path(__file__).resolve().parents[2]  # the folder holding the featlearn pa
 ROOT = SRC.parent
 SCRIPTS = ROOT / "workflow" / "scripts"
 STAMPS = "results/code"  # one stamp per source file, repository-relative, shared by every scale
+WRITE_STAMPS = True  # False in a dry run (`snakemake -n`), which writes nothing: stamps are computed, not written
 
 
 def module_file(module: str) -> Path | None:
@@ -254,7 +255,7 @@ def write_stamp(source: Path, stamp: Path, digest: str | None = None) -> None:
     source it recorded has not changed, so adopting entry stamps recomputes nothing."""
     text = (fingerprint(source) if digest is None else digest) + "\n"
     old = stamp.read_text() if stamp.exists() else None
-    if old == text:
+    if old == text or not WRITE_STAMPS:
         return
     if old is None:
         kept = source.stat()

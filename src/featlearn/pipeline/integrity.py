@@ -137,29 +137,58 @@ def land(write: Callable[[Path], None], path: str | Path) -> None:
     one error says why and where the result is (``ResultKept``; ``DiskNeedError`` for a full disk; ``rescued`` reads
     it back). Clean-ups that fail stay silent: the first error is the one shown."""
     path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = _scratch(path)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.parent.mkdir(parents=True, exist_ok=True)
         write(tmp)
         os.replace(tmp, path)
-        return
     except (OSError, RuntimeError) as err:  # torch's zip writer and netCDF report failed writes as RuntimeError
         first = err
+    else:
+        _drop(tmp)
+        return
     kept = _keep_elsewhere(write, path)
     moves = {path.absolute(): kept} if kept else {}
+    what, otherwise = _what(path)
     try:
-        raise_if_disk_full(first, tmp, path, kept)
+        raise_if_disk_full(first, tmp, path, kept, what)
     except OSError as full:
+        if kept is not None:
+            full.strerror += f"; once there is room, put it back ({_move(kept, path)}) before rerunning: {otherwise}"
         setattr(full, _RESCUED, moves)
         raise
+    finally:
+        _drop(tmp)
     if kept is None:
         raise first
     digest = "" if path.suffix == ".json" else ", with its digest"  # a usage record carries none
     err = ResultKept(errno.EIO, f"could not write {path} ({why_unwritable(first, path.parent)}); nothing computed is "
-                     f"lost: the result is kept at {kept}{digest}; once {path.parent} is writable, move it into place "
-                     f"({_move(kept, path)}) before rerunning snakemake, which otherwise computes it again")
+                     f"lost: {what} is kept at {kept}{digest}; once {path.parent} is writable, move it into place "
+                     f"({_move(kept, path)}) before rerunning: {otherwise}")
     setattr(err, _RESCUED, moves)
     raise err from None
+
+
+def _scratch(path: Path) -> Path:
+    """Where a file is written before it is renamed to ``path``: in a folder of this process beside it, under its own
+    name, since torch records a file's name inside it: the same content written twice is then the same bytes, which
+    Snakemake's checksum of an input compares."""
+    return path.parent / f".{path.name}.{os.getpid()}.tmp" / path.name
+
+
+def _drop(tmp: Path) -> None:
+    """Remove a ``_scratch`` file, if still there, and its folder; a clean-up that fails stays silent."""
+    with contextlib.suppress(OSError):
+        tmp.unlink(missing_ok=True)
+        tmp.parent.rmdir()
+
+
+def _what(path: Path) -> tuple[str, str]:
+    """What a rescued file is, and what a rerun does without it: a checkpoint only saves time, a result is the
+    work."""
+    if path.suffix == ".ckpt":
+        return "the checkpoint", "otherwise the run resumes from an older checkpoint, or from its start"
+    return "the result", "snakemake otherwise computes it again"
 
 
 def _move(kept: Path, path: Path) -> str:
@@ -197,13 +226,14 @@ def _keep_elsewhere(write: Callable[[Path], None], path: Path) -> Path | None:
     """Write the result into the first rescue folder that takes it; None when none does."""
     for folder in rescue_dirs():
         kept = folder / path.absolute().relative_to(path.absolute().anchor)
-        tmp = kept.with_name(f".{kept.name}.{os.getpid()}.tmp")
+        tmp = _scratch(kept)
         try:
-            kept.parent.mkdir(parents=True, exist_ok=True)
+            tmp.parent.mkdir(parents=True, exist_ok=True)
             write(tmp)
             os.replace(tmp, kept)
             return kept
         except (OSError, RuntimeError):
-            with contextlib.suppress(OSError):
-                tmp.unlink(missing_ok=True)
+            continue
+        finally:
+            _drop(tmp)
     return None

@@ -158,11 +158,13 @@ def _names_enospc(err: BaseException | None) -> bool:
     return False
 
 
-def raise_if_disk_full(err: BaseException, tmp: Path, target: Path, kept: Path | None = None) -> None:
+def raise_if_disk_full(err: BaseException, tmp: Path, target: Path, kept: Path | None = None,
+                       what: str = "the computed result") -> None:
     """Raise DiskNeedError from ``err``, a failed write of ``target`` through the temporary ``tmp`` when
     the disk is full: ENOSPC in its chain, or next to no free space while ``tmp`` still holds its blocks. ``tmp`` is
     removed either way (a clean-up that fails is not what the user needs to read), so the message's free space is
-    what a rerun finds; ``kept`` is where the computed result was written instead. Otherwise the caller goes on."""
+    what a rerun finds; ``kept`` is where ``what`` (the computed result, a checkpoint) was written instead. Otherwise
+    the caller goes on."""
     try:
         full = _names_enospc(err) or free_disk_bytes(tmp) < FULL_BELOW
     except OSError:
@@ -172,7 +174,7 @@ def raise_if_disk_full(err: BaseException, tmp: Path, target: Path, kept: Path |
     except OSError:
         pass
     if full:
-        result = (f"the computed result is kept at {kept}" if kept else
+        result = (f"{what} is kept at {kept}" if kept else
                   f"the partial file is removed and {target.name} is as it was before")
         raise DiskNeedError(
             f"the disk holding {target.parent} is full ({_gb(free_disk_bytes(target.parent))} free now) while "

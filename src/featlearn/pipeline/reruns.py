@@ -6,14 +6,15 @@ source reruns the jobs listing its stamp and, along the DAG, every job reading t
 
 And what a rerun keeps, which the Snakefile asks before Snakemake plans: finished work is never redone
 (``keep_finished``: an output whose digest checks out is kept whatever Snakemake's incomplete marker says, and
-``refuse_duplicates``: a job whose orphan still computes is named, never run twice), a shared output-cache entry is
-read-only and checked before it is linked (``guard_cache``), and the stores record the config that ran
-(``record_config_edits``).
+``refuse_duplicates``: a job whose orphan still computes is named, never run twice; ``refuse_damaged_inputs``: a job
+never deletes its outputs to read a broken input), a run or store gone missing under files made from it is rebuilt
+(``rebuild_missing``), a shared output-cache entry is read-only, checked before it is linked and never costs a result
+(``guard_cache``), and the stores record the config that ran (``record_config_edits``). What of Snakemake's
+internals this leans on is ``featlearn.pipeline.snakemake_patches``.
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import os
 import subprocess
@@ -25,28 +26,30 @@ import yaml
 
 from featlearn.config import spec_hash
 from featlearn.pipeline import deps
+from featlearn.pipeline import snakemake_patches as patches
 from featlearn.pipeline.integrity import file_problem
 from featlearn.pipeline.jobs import JobRunning, lock_holder
+from featlearn.pipeline.snakemake_patches import CHECKED, incomplete_markers
+from featlearn.pipeline.snakemake_patches import guard_cache as guard_cache  # its documented name here
 
 SNAKEMAKE = Path(sys.executable).with_name("snakemake")
 Job = tuple[set[str], set[str]]  # (inputs, outputs)
 
 
 def planned_jobs(repo: Path, scale: str) -> list[Job]:
-    """Each job of the scale's whole DAG as (inputs, outputs), from a forced dry run's job blocks.
-
-    Planning writes code stamps and spec files, so ``repo`` should be a copy, not the checkout."""
+    """Each job of the scale's whole DAG as (inputs, outputs), from a forced dry run's job blocks; the jobs of rule
+    stamp, which only a dry run plans (for the stamps it does not write), are left out."""
     env = {**os.environ, "PYTHONPATH": str(repo / "src")}
     cmd = [str(SNAKEMAKE), "all", "--forceall", "-n", "--cores", "1", "--config", f"scale={scale}"]
     proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, check=True)
-    jobs: list[Job] = []
+    blocks: list[tuple[str, set[str], set[str]]] = []  # (rule, inputs, outputs)
     for line in (raw.strip() for raw in proc.stdout.splitlines()):  # a group's jobs are indented
         if line.startswith(("rule ", "localrule ")) and line.endswith(":"):
-            jobs.append((set(), set()))
-        elif jobs and line.startswith(("input: ", "output: ")):
+            blocks.append((line.split()[1].removesuffix(":"), set(), set()))
+        elif blocks and line.startswith(("input: ", "output: ")):
             key, _, value = line.partition(": ")
-            jobs[-1][key == "output"].update(p.strip() for p in value.split(","))
-    return jobs
+            blocks[-1][1 + (key == "output")].update(p.strip() for p in value.split(","))
+    return [(inputs, outputs) for rule, inputs, outputs in blocks if rule != "stamp"]
 
 
 def downstream(jobs: list[Job], start: set[int]) -> set[int]:
@@ -74,23 +77,6 @@ def rerun_by(jobs: list[Job], source: str) -> set[int]:
 
 
 CONFIG_EDITS = "FEATLEARN_CONFIG_EDITED"  # read by featlearn.pipeline.store.provenance in every job
-CHECKED = (".pt", ".nc", ".json")  # outputs whose content can be checked (a digest; a usage record parses)
-
-
-def incomplete_markers(snakemake_dir: Path = Path(".snakemake")) -> dict[str, Path]:
-    """Each output Snakemake marked incomplete (a job started, never seen finishing), with its marker file: the
-    output's path, base64-encoded and cut into folder names of at most NAME_MAX characters ('@' before each cut)."""
-    found = {}
-    root = snakemake_dir / "incomplete"
-    for marker in root.rglob("*") if root.is_dir() else ():
-        parts = marker.relative_to(root).parts
-        if not marker.is_file() or any(not p.startswith("@") for p in parts[:-1]):
-            continue
-        try:
-            found[base64.urlsafe_b64decode("".join(p.removeprefix("@") for p in parts)).decode()] = marker
-        except ValueError:  # migration_underway, or anything else Snakemake keeps there
-            continue
-    return found
 
 
 def keep_finished(workflow: Any, snakemake_dir: Path = Path(".snakemake")) -> list[str]:
@@ -156,42 +142,33 @@ def record_config_edits(config: dict, experiments: dict[str, dict], units: dict[
     os.environ[CONFIG_EDITS] = json.dumps(edited_specs(config, experiments, units, root))
 
 
-def guard_cache() -> None:
-    """Make Snakemake's local output cache safe to share: entries are stored read-only (Snakemake makes them
-    writable by everyone), and an entry is checked (``file_problem``) before it is linked. A corrupt one is moved
-    aside (``<entry>.corrupt``) and the job computes its outputs again, with a warning naming the entry; where it
-    cannot be moved, the build stops naming it and the fix. Patched on Snakemake's class (its instance exists only
-    once planning starts; a cluster job's Snakemake fetches from the cache itself, and parses the Snakefile too)."""
-    from snakemake.caching.local import OutputFileCache
-    from snakemake.exceptions import CacheMissException, WorkflowError
+def rebuild_missing(workflow: Any, paths: list[str]) -> None:
+    """Have Snakemake rebuild ``paths`` (``Plan.missing_intermediates``: runs and stores gone while something made
+    from them stands), naming each: "delete it and rerun" then does what it says."""
+    for path in patches.rebuild_missing(workflow, paths):
+        print(f"featlearn: rebuilding {path}: it is missing while files made from it remain (Snakemake alone would "
+              "keep them and rebuild nothing)", file=sys.stderr)
 
-    if getattr(OutputFileCache, "featlearn_guarded", False):
-        return
-    fetch = OutputFileCache.fetch
 
-    def set_permissions(self: Any, entry: Path) -> None:
-        os.chmod(entry, 0o555 if Path(entry).is_dir() else 0o444)
+class DamagedInput(OSError):
+    """An input of jobs that would run is unreadable or corrupted; their finished outputs are still in place."""
 
-    async def checked_fetch(self: Any, job: Any) -> None:
-        pairs = await self.get_outputfiles_and_cachefiles(job)
-        for output, entry in pairs:
-            problem = file_problem(entry) if entry.suffix in CHECKED and entry.is_file() else None
-            if problem is None:
-                continue
-            try:
-                for _, other in pairs:
-                    if other.exists():
-                        os.replace(other, other.with_name(f"{other.name}.corrupt"))
-            except OSError as err:
-                raise WorkflowError(f"{entry}, Snakemake's output-cache entry for {output} (shared by every clone "
-                                    f"using $SNAKEMAKE_OUTPUT_CACHE), is {problem}, and it cannot be moved aside "
-                                    f"({err}): delete it (rm '{entry}', or ask its owner), then rerun snakemake; "
-                                    "or run without --cache") from None
-            print(f"featlearn: {entry}, Snakemake's output-cache entry for {output}, is {problem}: moved aside to "
-                  f"{entry}.corrupt (with its siblings); computing {output} again", file=sys.stderr)
-            raise CacheMissException(f"{entry} is {problem}")
-        await fetch(self, job)
 
-    OutputFileCache.set_permissions = set_permissions
-    OutputFileCache.fetch = checked_fetch
-    OutputFileCache.featlearn_guarded = True
+def refuse_damaged_inputs(dag: Any) -> None:
+    """Stop before any job when an input that changed since a job's outputs were made does not check out: the job
+    would delete its finished outputs (a trained run) and only then fail reading it. The fix rebuilds the input
+    alone; come back identical, Snakemake compares it by content and the outputs that read it are kept."""
+    found = patches.damaged_inputs(dag)
+    if found:
+        raise DamagedInput("; ".join(
+            f"{path} is {problem}, and the jobs reading it would first delete {', '.join(sorted(set(outputs)))}: "
+            f"rebuild it alone (snakemake '{path}' --forcerun '{path}', with this call's --config and --cores), or "
+            f"put back a good copy, then rerun snakemake; the outputs that read it are kept when it comes back "
+            "identical" for path, problem, outputs in found))
+
+
+def explain_stop() -> None:
+    """Say why a build stopped when Snakemake's own words do not (onerror): a SIGTERM."""
+    message = patches.sigterm_message()
+    if message:
+        print(message, file=sys.stderr)

@@ -8,7 +8,10 @@ rewording a message or tightening a check reruns nothing (``featlearn.pipeline.d
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+import shutil
+import time
+from collections.abc import Callable, Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,7 @@ from featlearn import optim
 from featlearn.config import SCALES, ConfigError
 from featlearn.pipeline import deps
 from featlearn.pipeline import experiments as fx
+from featlearn.pipeline.memory import FREE_DISK, FULL_BELOW
 
 
 def _describe(error: jsonschema.ValidationError, where: str) -> str:
@@ -49,12 +53,22 @@ def _describe(error: jsonschema.ValidationError, where: str) -> str:
     if error.validator == "not" and set(value) == {"required"}:
         return f"{place}: {' and '.join(value['required'])} exclude each other; keep one"
     if error.validator == "type":
-        hint = ""
-        if isinstance(error.instance, str) and "number" in str(value) and _looks_numeric(error.instance):
-            hint = (f"; YAML 1.1 reads {error.instance} as a string (an exponent needs a sign and a dot): "
-                    f"write {float(error.instance):.1e}".replace("e+0", "e+").replace("e-0", "e-"))
-        return f"{place} must be of type {value} (got {error.instance!r}){hint}"
+        return f"{place} must be of type {value} (got {error.instance!r}){_number_hint(error.instance, value)}"
+    if error.validator == "uniqueItems":
+        repeated = sorted({repr(v) for i, v in enumerate(error.instance) if v in error.instance[:i]})
+        return (f"{place} lists {', '.join(repeated)} more than once (got {error.instance!r}); each value is one "
+                "run or dataset, and a repeat would be silently dropped: list each value once")
     return f"{place}: {error.message}"
+
+
+def _number_hint(instance: Any, expected: Any) -> str:
+    """Why a number reached the config as a string: quoted ('0.1'), or an exponent YAML 1.1 does not read (1e-3)."""
+    if not (isinstance(instance, str) and "number" in str(expected) and _looks_numeric(instance)):
+        return ""
+    if isinstance(yaml.safe_load(instance), int | float):
+        return f"; the value is quoted, which makes it a string: write {instance} without quotes"
+    return (f"; YAML 1.1 reads {instance} as a string (an exponent needs a sign and a dot): "
+            f"write {float(instance):.1e}".replace("e+0", "e+").replace("e-0", "e-"))
 
 
 def _looks_numeric(text: str) -> bool:
@@ -79,6 +93,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict:
         seen: dict[Any, int] = {}
         for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # `<<: *anchor`: its keys may be overridden here
+                continue
             key = self.construct_object(key_node, deep=deep)
             line = key_node.start_mark.line + 1
             if key in seen:
@@ -118,6 +134,11 @@ def check_yaml(path: str | Path, root: str | Path) -> None:
 def check_output_dirs(*dirs: str | Path) -> None:
     """Raise a ConfigError if an output directory cannot be created or written, before any job starts."""
     for d in map(Path, dirs):
+        if d.is_symlink() and not d.exists():
+            target = Path(os.readlink(d))
+            raise ConfigError(f"{d} is a symbolic link to {target}, which does not exist (a disk not mounted, a "
+                              f"folder moved or deleted); mount or create it (mkdir -p '{target}'), or remove the "
+                              f"link (rm '{d}') to keep {d}/ in this checkout")
         if d.exists() and not d.is_dir():
             raise ConfigError(f"{d} exists but is not a directory, so nothing can be written under {d}/; "
                               f"move or delete that file")
@@ -128,6 +149,42 @@ def check_output_dirs(*dirs: str | Path) -> None:
         if not os.access(probe, os.W_OK | os.X_OK):
             raise ConfigError(f"{probe} is not writable by this user, so {d}/ cannot be written; "
                               "fix its permissions or run from a writable checkout")
+        free = shutil.disk_usage(probe).free
+        if free < FULL_BELOW:
+            raise ConfigError(f"the disk holding {d}/ is full ({free / 1e6:.3g} MB free): planning writes its code "
+                              f"and spec stamps there before any job; {FREE_DISK}")
+
+
+FUTURE_SLACK_S = 60.0  # clocks of machines sharing a file system (NFS, a cluster) may differ by seconds
+
+
+def check_future_dates(*dirs: str | Path, now: float | None = None) -> None:
+    """Raise a ConfigError naming the outputs under ``dirs`` dated in the future, before any stamp or job is
+    written: Snakemake compares dates, so a code edit stamped now would look older than them and rerun nothing.
+
+    Files come from the future after a clock was set back, an archive was unpacked with its dates, or another
+    machine's clock ran ahead."""
+    limit = (time.time() if now is None else now) + FUTURE_SLACK_S
+    ahead = sorted((entry.stat(follow_symlinks=False).st_mtime, entry.path)
+                   for d in map(Path, dirs) if d.is_dir() for entry in _walk(d)
+                   if entry.stat(follow_symlinks=False).st_mtime > limit)
+    if ahead:
+        latest, path = ahead[-1]
+        when = datetime.fromtimestamp(latest).isoformat(sep=" ", timespec="seconds")
+        folders = " ".join(str(d) for d in dirs)
+        raise ConfigError(f"{len(ahead)} file(s) under {', '.join(map(str, dirs))} are dated in the future (the "
+                          f"latest: {path}, {when}, {(latest - limit + FUTURE_SLACK_S) / 3600:.2g} h ahead of this "
+                          "machine's clock): Snakemake compares dates, so an edit made now would look older than "
+                          f"them and rerun nothing. Date them now (find {folders} -newermt now -exec touch -h {{}} +), "
+                          "then rerun snakemake; or fix this machine's clock if it is the one behind")
+
+
+def _walk(folder: Path) -> Iterator[os.DirEntry]:
+    """Every entry under ``folder`` (links not followed)."""
+    for entry in os.scandir(folder):
+        yield entry
+        if entry.is_dir(follow_symlinks=False):
+            yield from _walk(Path(entry.path))
 
 
 NAME_MAX = 255  # bytes in one file name on the filesystems results/ lives on (ext4, XFS, NFS, Lustre)
