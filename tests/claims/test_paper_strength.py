@@ -153,6 +153,15 @@ def test_fig5_r_dc_stays_small_throughout_training_at_large_init():
     assert grows.status == FAILED and grows.value == pytest.approx(0.3)
 
 
+def test_fig5_both_halves_pass_together_when_only_the_small_init_grows_late():
+    ds = init_sweep(0.05)
+    ds["ratio_dc_c"][0, 1, :, 1:3] = 0.05  # s₀ = 0.001: small early, 0.5 at the end
+    assert _check(a5, "fig5.rdc_small_large_init", init_sweep=ds).status == PASSED
+    assert _check(a5, "fig5.rdc_grows", init_sweep=ds).status == PASSED
+    ds["ratio_dc_c"][0, 1, :, 3] = 0.05  # no growth at the small init either
+    assert _check(a5, "fig5.rdc_grows", init_sweep=ds).status == FAILED
+
+
 def adaptive(slo: list[float], gd: list[float]) -> xr.Dataset:
     dims = ("optimizer", "seed", "step", "layer", "convention")
     uc = np.zeros((2, 1, 2, 3, 2))

@@ -32,7 +32,10 @@ def rdc_small_large_init(ds: xr.Dataset) -> Outcome:
 
 
 def rdc_grows(ds: xr.Dataset) -> Outcome:
+    """Below the largest s₀, R_DC ends above its early value and non-negligible: the paper's "becomes relevant over
+    longer periods of training", read with its "not when initialization is large" (``rdc_small_large_init``)."""
     r = seed_mean(ds.ratio_dc_c.sel(spectrum="isotropic"))
+    r = r.sel(init_scale=r.init_scale[r.init_scale < r.init_scale.max()])
     early, late = values(r.isel(step=early_index(r)), "R_DC early"), values(final(r), "R_DC final")
     return Outcome(f"final R_DC {fmt(late.min())}–{fmt(late.max())}, above its early value in "
                    f"{int((late > early).sum())} of {late.size} curves",
@@ -48,5 +51,6 @@ CLAIMS: list[Claim] = [
           "seed-mean R_DC ≤ 0.1 (ours, as for early) at every measurement after init, largest s₀, every layer, "
           "isotropic", ("init_sweep",), rdc_small_large_init),
     Claim("fig5.rdc_grows", "5", "R_DC becomes non-negligible over longer training.", "",
-          "final R_DC ≥ 0.3 and above its early value in every curve (isotropic)", ("init_sweep",), rdc_grows),
+          "final R_DC ≥ 0.3 and above its early value in every curve below the largest s₀ (isotropic)",
+          ("init_sweep",), rdc_grows),
 ]
