@@ -28,3 +28,10 @@ def test_a_store_s_section_names_each_variable_s_dimensions_and_attributes():
 def test_the_page_lists_stores_by_name():
     page = catalogue({"b": _store(), "a": _store()})
     assert page.startswith("# The stores") and page.index("## `a`") < page.index("## `b`")
+
+
+def test_rounding_twins_are_named_in_one_line_not_described_again():
+    page = catalogue({"a": _store(), "a_twin": _store()})
+    assert "## `a`" in page and "## `a_twin`" not in page
+    assert "Rounding twins, each holding the variables of the experiment it names: `a_twin`." in page
+    assert "Rounding twins" not in catalogue({"a": _store()})

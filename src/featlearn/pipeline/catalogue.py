@@ -16,6 +16,7 @@ from pathlib import Path
 import xarray as xr
 
 from featlearn.pipeline.store import read_store
+from featlearn.pipeline.twins import is_twin
 
 HEADER = """# The stores: what each holds
 
@@ -48,8 +49,13 @@ def describe(name: str, ds: xr.Dataset) -> str:
 
 
 def catalogue(stores: Mapping[str, xr.Dataset]) -> str:
-    """The page: the header, then every store by name."""
-    return HEADER + "".join(f"\n{describe(name, stores[name])}" for name in sorted(stores))
+    """The page: the header, one line naming the rounding twins (``featlearn.pipeline.twins``: each holds its
+    experiment's variables, so a section of its own would repeat that one), then every experiment's store by name."""
+    twins = sorted(name for name in stores if is_twin(name))
+    listed = (f"\nRounding twins, each holding the variables of the experiment it names: "
+              f"{', '.join(f'`{name}`' for name in twins)}.\n") if twins else ""
+    return HEADER + listed + "".join(f"\n{describe(name, stores[name])}" for name in sorted(stores)
+                                     if not is_twin(name))
 
 
 def stores_in(metrics: Path) -> dict[str, xr.Dataset]:
