@@ -9,7 +9,7 @@ import yaml
 from featlearn.data import prepare
 from featlearn.pipeline import deps, planning
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def test_closure_follows_module_level_imports_and_packages():

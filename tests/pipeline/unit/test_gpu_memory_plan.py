@@ -15,7 +15,7 @@ from featlearn.config import experiment
 from featlearn.pipeline import experiments as fx
 from featlearn.pipeline import resources as fr
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 CARDS_GB = (24, 40, 80, 141)
 SNAKEMAKE = str(Path(sys.executable).with_name("snakemake"))
 

@@ -11,7 +11,7 @@ from featlearn.pipeline import deps, planning, twins
 from featlearn.pipeline import experiments as fx
 from featlearn.train import nudge
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True)

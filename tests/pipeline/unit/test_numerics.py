@@ -9,7 +9,7 @@ import yaml
 
 from featlearn.pipeline import deps, numerics, planning
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

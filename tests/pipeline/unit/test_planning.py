@@ -10,7 +10,7 @@ from featlearn.data import prepare
 from featlearn.pipeline import deps, planning
 from featlearn.pipeline import resources as fr
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture(autouse=True)
