@@ -98,7 +98,7 @@ def test_incomplete_markers_decode_the_paths_snakemake_encodes(tmp_path):
 
 @pytest.mark.parametrize("argv,expected", [(["snakemake", "-n"], True), (["snakemake", "-np", "all"], True),
                                            (["snakemake", "--dry-run"], True), (["snakemake", "all"], False),
-                                           (["python", "-n"], False)])
+                                           (["/venv/snakemake/__main__.py", "-n"], True), (["python", "-n"], False)])
 def test_dry_run_reads_snakemakes_own_command_line(argv, expected):
     assert patches.dry_run(argv) is expected, _fence("dry_run", f"snakemake.cli's parser reads {argv[1:]} otherwise")
 

@@ -61,18 +61,3 @@ def projection_tables(w):
     """What the projection script of target {which} needs of the DAG (report.smk, projection.smk)."""
     return PLAN.projection_tables(PLAN.figure_experiments_of(planning.projection_figure(w.which)))
 
-
-# A stamp is written while Snakemake plans, never by a job, except in a dry run, which writes nothing: there a stamp
-# that does not exist yet (a fresh clone) is planned as this rule's job, so the plan shows what a real build reruns.
-if DRY_RUN:
-
-    rule stamp:
-        output:
-            "{stamp}",
-        log:
-            "results/logs/stamps/{stamp}.log",
-        wildcard_constraints:
-            stamp=planning.STAMP_PATHS,
-        localrule: True
-        shell:
-            "echo 'featlearn: {output} is written while snakemake plans, never by a job; rerun snakemake' > {log}"

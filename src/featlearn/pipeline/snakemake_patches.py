@@ -180,8 +180,10 @@ def dry_run(argv: list[str] | None = None) -> bool:
     Snakefile is parsed (``workflow.dryrun`` reads False while planning), so its own parser reads the command line.
     False outside the snakemake command (a job, the API, a test)."""
     argv = sys.argv if argv is None else argv
-    if not argv or Path(argv[0]).name != "snakemake":
+    if not argv or "snakemake" not in (Path(argv[0]).name, Path(argv[0]).parent.name):  # `python -m snakemake`
         return False
+    if not any(a in ("--dry-run", "--dryrun") or (a[:1] == "-" != a[1:2] and "n" in a) for a in argv[1:]):
+        return False  # building the parser takes a second
     from snakemake.cli import get_argument_parser
 
     known, _ = get_argument_parser().parse_known_args(argv[1:])
