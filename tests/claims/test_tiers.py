@@ -119,3 +119,16 @@ def test_seeds_spread_decides_where_several_seeds_ran_even_with_a_twin():
 def test_a_twin_that_flips_the_verdict_makes_it_fragile():
     check = _run(_claim(0.5), _store([0.49]), twin=_store([0.51]))
     assert check.status == FAILED and check.verdict == FRAGILE
+
+
+def test_a_minibatch_loss_is_judged_by_the_mean_of_its_last_steps():
+    rng = np.random.default_rng(0)
+
+    def gpt(end: float) -> xr.Dataset:
+        noisy = np.linspace(4.4, end, 400) + rng.normal(0, 0.3, 400)
+        noisy[-1] = 4.4  # one bad last minibatch does not decide
+        return xr.Dataset({"x": ("seed", [0.9]), "loss": (("seed", "iteration"), noisy[None])},
+                          attrs={"scale": "quick", "data_source": "shakespeare_char: real"})
+
+    assert _run(_claim(), gpt(2.0)).status == PASSED
+    assert _run(_claim(), gpt(3.0)).status == NOT_TRAINED
