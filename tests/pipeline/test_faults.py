@@ -244,11 +244,17 @@ def test_a_checkpoint_that_cannot_land_is_named_as_a_checkpoint(tmp_path, monkey
 
 
 def test_a_truncated_dataset_deletes_no_run_and_an_identical_rebuild_retrains_nothing(tmp_path, copy_repo):
+    """The dataset is made larger than 1 MB, Snakemake's default limit for comparing an input by content."""
     repo = copy_repo(tmp_path)
+    path = repo / "config.yaml"
+    cfg = yaml.safe_load(path.read_text())
+    cfg["experiments"]["chain_fig1"]["scales"]["smoke"]["data"].update(n=8000)
+    path.write_text(yaml.safe_dump(cfg))
     run, _, data = _smoke_run(repo)
     assert _snakemake(repo, run).returncode == 0
     finished = (repo / run).read_bytes()
     original = (repo / data).read_bytes()
+    assert len(original) > 1_000_000
     os.truncate(repo / data, len(original) // 2)
     proc = _snakemake(repo, run)
     out = proc.stdout + proc.stderr
