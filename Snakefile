@@ -54,22 +54,6 @@ rule tangent:
         [f for f in PLAN.all_figures if f.startswith(f"{FIGURES}/tangent/")],
 
 
-# A stamp is written while Snakemake plans, never by a job, except in a dry run, which writes nothing: there a stamp
-# that does not exist yet (a fresh clone) is planned as this rule's job, so the plan shows what a real build reruns.
-if DRY_RUN:
-
-    rule stamp:
-        output:
-            "{stamp}",
-        log:
-            "results/logs/stamps/{stamp}.log",
-        wildcard_constraints:
-            stamp=planning.STAMP_PATHS,
-        localrule: True
-        shell:
-            "echo 'featlearn: {output} is written while snakemake plans, never by a job; rerun snakemake' > {log}"
-
-
 # Faults lose nothing (featlearn.pipeline.reruns), decided before Snakemake plans: an output whose digest checks out is kept
 # whatever Snakemake's incomplete marker says (an orphan of a killed snakemake finished it); a shared output-cache
 # entry is read-only and checked before it is linked; every job records whether its experiment's config as parsed

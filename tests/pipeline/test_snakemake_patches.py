@@ -175,3 +175,22 @@ def test_note_sigterm_wraps_the_handler_the_scheduler_installs_before_onstart():
     source = inspect.getsource(Workflow.execute)
     assert 0 <= source.find("JobScheduler(") < source.find("self._onstart("), \
         _fence("note_sigterm", "onstart no longer runs after the scheduler is made")
+
+
+def test_plan_unwritten_replaces_every_check_snakemake_makes_of_a_file():
+    from snakemake.dag import DAG
+    from snakemake.io import Mtime, _IOFile
+
+    for name, params in (("exists_local", ["self"]), ("mtime_uncached", ["self", "skip_storage"]),
+                         ("size_local", ["self"]), ("is_checksum_eligible", ["self", "threshold"])):
+        method = getattr(_IOFile, name)
+        original = getattr(method, "__wrapped__", method)
+        assert inspect.iscoroutinefunction(original) and _params(original) == params, \
+            _fence("plan_unwritten", f"_IOFile.{name} is no longer `async def {name}({', '.join(params)})`")
+    for caller, callee in (("exists", "exists_local"), ("mtime", "mtime_uncached"), ("size", "size_local")):
+        assert f"self.{callee}(" in inspect.getsource(getattr(_IOFile, caller)), \
+            _fence("plan_unwritten", f"_IOFile.{caller} no longer goes through {callee}")
+    assert "f.is_checksum_eligible(self.max_checksum_file_size)" in inspect.getsource(DAG.update_needrun), \
+        _fence("plan_unwritten", "the DAG no longer asks is_checksum_eligible before comparing an input's checksum")
+    assert Mtime(local=5.0).local_or_storage(follow_symlinks=True) == 5.0, \
+        _fence("plan_unwritten", "Mtime(local=...) no longer reads back as the file's date")

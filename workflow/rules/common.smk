@@ -8,11 +8,11 @@ from featlearn.pipeline import snakemake_patches
 
 PLAN = planning.Plan(config)
 # Each experiment's spec, the scale and every code stamp, rewritten only when they change; a dry run writes none and
-# has Snakemake rerun the readers of each stamp it would rewrite (rule stamp plans the ones missing) instead.
-DRY_RUN = snakemake_patches.dry_run()
-deps.WRITE_STAMPS = not DRY_RUN
-if DRY_RUN:
-    snakemake_patches.force(workflow, PLAN.stale_stamps())
+# has Snakemake plan as if it had written those that are new or changed (featlearn.pipeline.snakemake_patches).
+if snakemake_patches.dry_run():
+    deps.WRITE_STAMPS = False
+    deps.UNWRITTEN.update(PLAN.unwritten_stamps())  # the code stamps join as the rules compute them
+    snakemake_patches.plan_unwritten(deps.UNWRITTEN)
 else:
     PLAN.write_stamps()
 RESULTS, FIGURES, TAG, THREADS, REHEARSE = PLAN.results, PLAN.figures, PLAN.tag, PLAN.threads, PLAN.rehearse

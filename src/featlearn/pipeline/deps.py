@@ -53,6 +53,7 @@ ROOT = SRC.parent
 SCRIPTS = ROOT / "workflow" / "scripts"
 STAMPS = "results/code"  # one stamp per source file, repository-relative, shared by every scale
 WRITE_STAMPS = True  # False in a dry run (`snakemake -n`), which writes nothing: stamps are computed, not written
+UNWRITTEN: set[str] = set()  # the stamps (absolute paths) a dry run would have written, new or changed
 
 
 def module_file(module: str) -> Path | None:
@@ -255,7 +256,10 @@ def write_stamp(source: Path, stamp: Path, digest: str | None = None) -> None:
     source it recorded has not changed, so adopting entry stamps recomputes nothing."""
     text = (fingerprint(source) if digest is None else digest) + "\n"
     old = stamp.read_text() if stamp.exists() else None
-    if old == text or not WRITE_STAMPS:
+    if old == text:
+        return
+    if not WRITE_STAMPS:
+        UNWRITTEN.add(str(stamp.absolute()))
         return
     if old is None:
         kept = source.stat()

@@ -25,8 +25,6 @@ from featlearn.pipeline import experiments as fx
 from featlearn.pipeline import resources as fr
 
 SCALE_STAMP = "results/scale.txt"  # the scale the figures/figN.pdf shortcuts show
-# Every stamp the plan writes (code, spec, scale): the files a dry run, which writes none, plans as jobs of rule stamp
-STAMP_PATHS = rf"{re.escape(deps.STAMPS)}/.+\.ast|results/[^/]+/specs/[^/]+\.json|{re.escape(SCALE_STAMP)}"
 STAGES = ("train", "measure")  # the rules whose jobs may ask for a GPU
 
 
@@ -196,22 +194,11 @@ class Plan:
         for path, text in self.stamps().items():
             fc.write_if_changed(path, text)
 
-    def stale_stamps(self) -> list[str]:
-        """The stamps that exist but that a real build would rewrite now (spec, scale and code stamps): a dry run
-        writes none, so it has Snakemake rerun their readers instead (``snakemake_patches.rebuild_missing``)."""
-        stale = [path for path, text in self.stamps().items()
-                 if os.path.exists(path) and Path(path).read_text() != text]
-        root = Path(deps.STAMPS)
-        for stamp in sorted(root.rglob("*.ast")) if root.is_dir() else ():
-            rel = stamp.relative_to(root)
-            try:
-                text = (deps.entry_fingerprint(deps.ROOT / Path(*rel.parts[1:-1]), rel.stem)
-                        if rel.parts[0] == "dispatch" else deps.fingerprint(deps.ROOT / rel.with_suffix("")))
-            except (OSError, SyntaxError, ValueError):  # a source removed or broken: no job lists its stamp
-                continue
-            if stamp.read_text() != text + "\n":
-                stale.append(str(stamp))
-        return stale
+    def unwritten_stamps(self) -> list[str]:
+        """The spec and scale stamps (absolute paths) that are missing or that a real build would rewrite now: a dry
+        run writes none, and has Snakemake see them as written (``snakemake_patches.plan_unwritten``)."""
+        return [os.path.abspath(path) for path, text in self.stamps().items()
+                if not os.path.exists(path) or Path(path).read_text() != text]
 
     # What a job's file name says it builds: refused rather than rebuilt mislabelled when the name carries another
     # spec's hash than config.yaml's.

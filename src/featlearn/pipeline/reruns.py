@@ -37,19 +37,18 @@ Job = tuple[set[str], set[str]]  # (inputs, outputs)
 
 
 def planned_jobs(repo: Path, scale: str) -> list[Job]:
-    """Each job of the scale's whole DAG as (inputs, outputs), from a forced dry run's job blocks; the jobs of rule
-    stamp, which only a dry run plans (for the stamps it does not write), are left out."""
+    """Each job of the scale's whole DAG as (inputs, outputs), from a forced dry run's job blocks."""
     env = {**os.environ, "PYTHONPATH": str(repo / "src")}
     cmd = [str(SNAKEMAKE), "all", "--forceall", "-n", "--cores", "1", "--config", f"scale={scale}"]
     proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, check=True)
-    blocks: list[tuple[str, set[str], set[str]]] = []  # (rule, inputs, outputs)
+    jobs: list[Job] = []
     for line in (raw.strip() for raw in proc.stdout.splitlines()):  # a group's jobs are indented
         if line.startswith(("rule ", "localrule ")) and line.endswith(":"):
-            blocks.append((line.split()[1].removesuffix(":"), set(), set()))
-        elif blocks and line.startswith(("input: ", "output: ")):
+            jobs.append((set(), set()))
+        elif jobs and line.startswith(("input: ", "output: ")):
             key, _, value = line.partition(": ")
-            blocks[-1][1 + (key == "output")].update(p.strip() for p in value.split(","))
-    return [(inputs, outputs) for rule, inputs, outputs in blocks if rule != "stamp"]
+            jobs[-1][key == "output"].update(p.strip() for p in value.split(","))
+    return jobs
 
 
 def downstream(jobs: list[Job], start: set[int]) -> set[int]:

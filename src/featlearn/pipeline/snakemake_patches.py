@@ -16,6 +16,7 @@ import shutil
 import signal
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,11 @@ INTERNALS = [
     ("incomplete_markers", "snakemake.persistence.file.FilePersistence._record_path",
      "method (self, subject, id): .snakemake/incomplete/<urlsafe base64 of the path, cut with '@'>"),
     ("dry_run", "snakemake.cli.get_argument_parser", "its parser's dest 'dryrun' for -n/--dry-run"),
+    ("plan_unwritten", "snakemake.io._IOFile.exists_local", "async method (self), cached by the IOCache"),
+    ("plan_unwritten", "snakemake.io._IOFile.mtime_uncached", "async method (self, skip_storage=False) -> Mtime"),
+    ("plan_unwritten", "snakemake.io._IOFile.size_local", "async method (self)"),
+    ("plan_unwritten", "snakemake.io._IOFile.is_checksum_eligible", "async method (self, threshold)"),
+    ("plan_unwritten", "snakemake.io.Mtime", "class: Mtime(local=<seconds>)"),
     ("before_planning", "snakemake.workflow.Workflow._prepare_dag",
      "method: makes the DAG from self.dag_settings, which the API sets after the Snakefile is parsed"),
     ("compare_by_content", "snakemake.settings.types.DAGSettings.max_checksum_file_size",
@@ -188,6 +194,40 @@ def dry_run(argv: list[str] | None = None) -> bool:
 
     known, _ = get_argument_parser().parse_known_args(argv[1:])
     return bool(known.dryrun)
+
+
+def plan_unwritten(unwritten: set[str]) -> None:
+    """Have Snakemake plan as if each file of ``unwritten`` (absolute paths, a live set) were written just now: it
+    exists, is newer than everything, and its content is new. A dry run writes no stamp (a real build writes them
+    while planning, before Snakemake looks), so without this its plan missed every edit and failed in a fresh clone.
+    Patched on Snakemake's file class, whose existence, date, size and checksum checks all go through these four
+    methods."""
+    from snakemake.io import Mtime, _IOFile
+
+    if getattr(_IOFile, "featlearn_unwritten", None) is unwritten:
+        return
+    exists_local, mtime_uncached = _IOFile.exists_local, _IOFile.mtime_uncached
+    size_local, is_checksum_eligible = _IOFile.size_local, _IOFile.is_checksum_eligible
+    now = time.time()
+
+    def unwritten_file(f: Any) -> bool:
+        return os.path.abspath(f.file) in unwritten
+
+    async def exists(self: Any) -> bool:
+        return unwritten_file(self) or await exists_local(self)
+
+    async def mtime(self: Any, skip_storage: bool = False) -> Any:
+        return Mtime(local=now) if unwritten_file(self) else await mtime_uncached(self, skip_storage)
+
+    async def size(self: Any) -> int:
+        return 0 if unwritten_file(self) else await size_local(self)
+
+    async def eligible(self: Any, threshold: Any) -> bool:  # not eligible: never "the same checksum as recorded"
+        return not unwritten_file(self) and await is_checksum_eligible(self, threshold)
+
+    _IOFile.exists_local, _IOFile.mtime_uncached, _IOFile.size_local = exists, mtime, size
+    _IOFile.is_checksum_eligible = eligible
+    _IOFile.featlearn_unwritten = unwritten
 
 
 def before_planning(workflow: Any, change: Callable[[Any], None]) -> None:
