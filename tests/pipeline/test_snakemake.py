@@ -14,7 +14,7 @@ import yaml
 
 from featlearn import config as fc
 from featlearn.figures import figure_numbers
-from featlearn.pipeline import deps, numerics, reproduction
+from featlearn.pipeline import deps, manifests, numerics, reproduction, sensitivity, twins
 from featlearn.pipeline import experiments as fx
 from featlearn.pipeline.jobs import LOADED_MODULES, load_tensors
 from featlearn.pipeline.store import read_store, write_store
@@ -69,10 +69,10 @@ def test_smoke_build_makes_every_figure_and_store(built):
     for figure in FIGURES:
         assert (built / figure).stat().st_size > 1000, figure
     stores = {p.name.split(".")[0] for p in (built / "results/smoke/metrics").glob("*.nc")}
-    figure_stores = set(yaml.safe_load((built / "config.yaml").read_text())["experiments"]) - {
-        "tangent_mnist_author_code"  # built on demand only
-    }
-    assert stores == figure_stores
+    experiments = yaml.safe_load((built / "config.yaml").read_text())["experiments"]
+    figure_stores = set(experiments) - {"tangent_mnist_author_code"}  # built on demand only
+    twinned = {twins.twin_name(e) for e in figure_stores if fx.KINDS[experiments[e]["kind"]].get("twin")}
+    assert stores == figure_stores | twinned and twinned  # each experiment that amplifies rounding with its twin
 
 
 def test_second_call_does_nothing(built):
@@ -123,14 +123,50 @@ def test_other_cpu_settings_reproduce_every_network_kind_bitwise(built, tmp_path
             assert np.array_equal(ours[name], theirs[name], equal_nan=ours[name].dtype.kind == "f"), (f, name)
 
 
+def _tangent_manifest(repo: Path) -> dict:
+    """The manifest of the tangent paper's part of a smoke build: its runs and stores (twins with them), its claims."""
+    results = repo / "results/smoke"
+    files = [p for pattern in ("runs/tangent_*/*.pt", "metrics/tangent_*.nc", "metrics/tangent_*/*.nc")
+             for p in results.glob(pattern)]
+    return reproduction.manifest(results, files, [results / "claims/tangent.json"], "smoke")
+
+
+def test_another_rounding_path_is_classified_within_or_beyond_rounding_and_keeps_its_verdicts(built, tmp_path,
+                                                                                                copy_repo):
+    """`numerics: native` computes the tangent paper's part of the smoke DAG on the machine's own kernels: on an
+    AVX-512 CPU another rounding path than the pinned AVX2 one (on this AMD EPYC the pins decide every bit). The check
+    classifies each file by its rounding twin's gap and says so in its first line; no verdict contradicts."""
+    repo = copy_repo(tmp_path)
+    shutil.copytree(built / "results/smoke/data", repo / "results/smoke/data")
+    _snakemake(repo, "results/smoke/claims/tangent.json", config=("numerics=native",))
+    stores = list((repo / "results/smoke/metrics").glob("tangent_mnist/*.nc"))
+    assert stores and all(json.loads(read_store(p).attrs["numerics"])["mode"] == "native" for p in stores)
+    pinned, native = _tangent_manifest(built), _tangent_manifest(repo)
+    assert pinned["files"].keys() == native["files"].keys()  # the same file names: held to each other one by one
+    report = manifests.check(native, pinned, "the native build", "the pinned build")
+    first = report.summary.splitlines()[0]
+    verdicts = [sensitivity.classify(f, native["files"][f], pinned["files"][f], measured)
+                for f, measured in ((f, sensitivity.merged(sensitivity.sensitivity(native["files"]),
+                                                           sensitivity.sensitivity(pinned["files"])).get(f))
+                                    for f in sorted(pinned["files"]))]
+    counts = {v: sum(x.verdict == v for x in verdicts) for v in (sensitivity.BITWISE, sensitivity.WITHIN,
+                                                                  sensitivity.BEYOND)}
+    assert (f"of {len(verdicts)} runs and stores, {counts[sensitivity.BITWISE]} bitwise, "
+            f"{counts[sensitivity.WITHIN]} within rounding, {counts[sensitivity.BEYOND]} beyond it") in first, first
+    assert counts[sensitivity.BITWISE] < len(verdicts)  # the native kernels did round otherwise
+    assert any(v.measured for v in verdicts if "tangent_mnist" in v.path)  # held to what its twin measured
+    for claim, was in pinned["claims"].items():
+        now = native["claims"][claim]["status"]
+        assert now == was["status"] or "fragile" in (now, was["status"]), (claim, was["status"], now)
+    assert report.ok and first.startswith("same verdicts on"), first
+
+
 def test_the_thread_count_is_part_of_every_result(built):
     """Another thread count splits sums otherwise: every training and measurement is planned anew, under other names."""
-    cfg = yaml.safe_load((built / "config.yaml").read_text()) | {"scale": "smoke"}
-    built_stores = {p.name.split(".")[0] for p in (built / "results/smoke/metrics").glob("*.nc")}
-    units = {e: fx.units(cfg, e) for e in built_stores}
-    trained = sum(len(u) for e, u in units.items() if fx.KINDS[cfg["experiments"][e]["kind"]]["trained"])
+    unit_stores = list((built / "results/smoke/metrics").glob("*/*.nc"))
+    runs = list((built / "results/smoke/runs").glob("*/*.pt"))
     planned = _planned_rules(built, config=("threads=2",))
-    assert planned.count("measure") == sum(map(len, units.values())) and planned.count("train") == trained
+    assert planned.count("measure") == len(unit_stores) and planned.count("train") == len(runs)
     assert "real_data" not in planned  # data jobs compute with one thread, whatever the config
     assert _planned_rules(built) == []
 
