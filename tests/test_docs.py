@@ -44,7 +44,7 @@ def _documents() -> list[Path]:
 
 def test_docs_exist():
     pages = {"claims", "design", "extending", "faults", "layout", "own-model", "paper-scale", "reproducibility",
-             "running", "testing"}
+             "running", "stores", "testing"}
     assert {f"{page}.md" for page in pages} <= {p.name for p in (ROOT / "docs").glob("*.md")}
     assert {p.stem for p in (ROOT / "docs" / "figures").glob("*.md")} == {"alignment", "collapse", "tangent"}
 

@@ -14,7 +14,7 @@ import yaml
 
 from featlearn import config as fc
 from featlearn.figures import figure_numbers
-from featlearn.pipeline import deps, manifests, numerics, reproduction, sensitivity, twins
+from featlearn.pipeline import catalogue, deps, manifests, numerics, reproduction, sensitivity, twins
 from featlearn.pipeline import experiments as fx
 from featlearn.pipeline.jobs import LOADED_MODULES, load_tensors
 from featlearn.pipeline.store import read_store, write_store
@@ -77,6 +77,14 @@ def test_smoke_build_makes_every_figure_and_store(built):
 
 def test_second_call_does_nothing(built):
     assert _planned_rules(built) == []
+
+
+def test_the_stores_page_is_what_the_smoke_stores_hold(built):
+    """docs/stores.md is generated from these stores: a variable added, renamed or relabelled makes it stale."""
+    page = catalogue.catalogue(catalogue.stores_in(built / "results/smoke/metrics"))
+    assert page == (deps.ROOT / "docs/stores.md").read_text(encoding="utf-8"), (
+        "docs/stores.md is stale: after a smoke build (snakemake --cores 2 --config scale=smoke), regenerate it with "
+        "python -m featlearn.pipeline.catalogue results/smoke/metrics docs/stores.md")
 
 
 # One unit of every network kind and trained family (MLPs under GD, SLO and SGD, VGG, GPT, ResNet, the collapse VGG and
