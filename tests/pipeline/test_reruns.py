@@ -3,9 +3,7 @@
 import pytest
 import yaml
 
-from featlearn import config as fc
-from featlearn.pipeline import deps
-from featlearn.pipeline import experiments as fx
+from featlearn.pipeline import deps, planning
 from featlearn.pipeline.reruns import downstream, planned_jobs, rerun_by
 
 pytestmark = pytest.mark.pipeline
@@ -20,15 +18,13 @@ def plan(tmp_path_factory, copy_repo):
 
 
 def _runs(config: dict, keep) -> set[str]:
-    """The run files (results/smoke/runs/…) of every trained unit whose spec ``keep`` accepts."""
-    found = set()
-    for name, exp in config["experiments"].items():
-        if not fx.KINDS[exp["kind"]]["trained"]:
-            continue
-        for unit, spec in fx.units(config, name).items():
-            if keep(spec):
-                found.add(f"results/smoke/runs/{name}/{unit}.{fc.spec_hash(spec)}.pt")
-    return found
+    """The run files (results/smoke/runs/…) of every trained unit, rounding twins' included, whose spec ``keep``
+    accepts."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(deps, "write_stamp", lambda *args: None)
+        plan = planning.Plan(config)
+    return {plan.run_path(name, unit) for name in plan.trained for unit, spec in plan.units[name].items()
+            if keep(spec)}
 
 
 def _producing(jobs, paths: set[str]) -> set[int]:

@@ -20,7 +20,7 @@ from featlearn.pipeline import sensitivity as sens
 SEAL = "seal"
 FRAGILE = "fragile"
 CONTRADICTED = {"passed", "failed"}
-KINDS = (("stores", ".nc"), ("runs", ".pt"))
+FILE_KINDS = (("stores", ".nc"), ("runs", ".pt"))
 RESTORE = "restore it from git: `git checkout -- {path}` (`git log -- {path}` lists the commits that published it)"
 REBUILD = "delete it and rerun snakemake: the `manifest` rule writes it again"
 
@@ -105,7 +105,7 @@ def check(built: dict, published: dict, where: str, reference: str, details: str
              f"Reproduction check of {where} against {reference} (scale {published['scale']}); a file is within "
              f"rounding when each variable's gap, relative to its scale, is within {sens.TWIN_FACTOR:g} × the gap "
              f"its rounding twin measured, at least {sens.GPU_RTOL:g} ({sens.GPU_RTOL:g} without a twin):"]
-    lines += [_kind_line(kind, [v for v in verdicts if v.path.endswith(ext)]) for kind, ext in KINDS]
+    lines += [_kind_line(kind, [v for v in verdicts if v.path.endswith(ext)]) for kind, ext in FILE_KINDS]
     lines += claims.changed + _beyond_lines(verdicts) + [f"  not built here: {f}" for f in missing]
     lines += [f"  not in the published manifest: {f}" for f in extra]
     if any(v.verdict != sens.BITWISE for v in verdicts):
@@ -125,7 +125,7 @@ def _counts(verdicts: list[sens.Verdict]) -> tuple[int, int, int, int]:
 def _files_line(verdicts: list[sens.Verdict], missing: list[str], extra: list[str]) -> str:
     bitwise, within, beyond, unmeasured = _counts(verdicts)
     if bitwise == len(verdicts) and not missing and not extra:
-        kinds = (f"{sum(v.path.endswith(ext) for v in verdicts)} {kind}" for kind, ext in KINDS)
+        kinds = (f"{sum(v.path.endswith(ext) for v in verdicts)} {kind}" for kind, ext in FILE_KINDS)
         return "reproduced bitwise: " + ", ".join(f"{n.split()[0]} of {n}" for n in kinds)
     line = f"of {len(verdicts)} runs and stores, {bitwise} bitwise, {within} within rounding, {beyond} beyond it"
     if beyond:
@@ -152,7 +152,7 @@ def _beyond_lines(verdicts: list[sens.Verdict]) -> list[str]:
         return []
     lines = ["beyond rounding, by experiment (its file farthest beyond):"]
     for experiment, vs in sorted(by_experiment.items()):
-        kinds = ", ".join(f"{n} {kind if n > 1 else kind[:-1]}" for kind, ext in KINDS
+        kinds = ", ".join(f"{n} {kind if n > 1 else kind[:-1]}" for kind, ext in FILE_KINDS
                           if (n := sum(v.path.endswith(ext) for v in vs)))
         worst = max(vs, key=lambda v: v.worst().gap / v.worst().tolerance)
         lines.append(f"  {experiment}: {kinds}; {_row_text(worst.path, worst.worst())}")
