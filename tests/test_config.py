@@ -136,6 +136,9 @@ def _sweep_optimizers(name, *optimizers):
          "experiments.svhn_slo.train.slo.speeds needs one speed per weight matrix (5, readout included), got 2"),
         (lambda c: c["experiments"]["adaptive_slo"]["train"].pop("slo_adaptive"),
          "experiments.adaptive_slo.train.slo_adaptive is required when optimizer slo_adaptive is used"),
+        (lambda c: c["experiments"]["adaptive_slo"]["train"]["slo_adaptive"].update(eps=0, relax="product"),
+         "experiments.adaptive_slo.train.slo_adaptive.relax product divides the gradient by ε‖g‖, which ε = 0 makes "
+         "infinite; give eps > 0 or relax sum"),
         (lambda c: c["experiments"]["slo_sweep"]["model"].update(bias=True),
          "experiments.slo_sweep.model.bias adds bias vectors, which optimizer slo has no speed for (it moves weight "
          "matrices only); set model.bias: false"),

@@ -44,3 +44,28 @@ def test_adaptive_slo_speeds_up_the_least_aligned_layer():
     opt.step()
     for w, b, c in zip(weights, before, [20.0, 1 / 20]):
         torch.testing.assert_close(w.detach() - b, -0.05 * c * w.grad / (0.01 + w.grad.norm()))
+
+
+def test_the_literal_relaxation_divides_by_eps_times_norm():
+    """App. K's literal ε‖∇𝓛‖ (relax="product"): each matrix moves η·C/ε, not about η·C."""
+    weights = _weights()
+    before = [w.detach().clone() for w in weights]
+    _grads(weights)
+    SLO(weights, lr=0.05, speeds=[20.0, 0.05], eps=0.01, relax="product").step()
+    for w, b, c in zip(weights, before, [20.0, 0.05]):
+        torch.testing.assert_close((w.detach() - b).norm(), torch.tensor(0.05 * c / 0.01))
+
+
+def test_adaptive_speeds_can_leave_the_readout_outside_the_rule():
+    assert adaptive_speeds([0.9, 0.4, 0.7], n_matrices=4, s=20, readout=1.0) == [0.05, 20, 0.05, 1.0]
+
+
+def test_a_zero_gradient_leaves_its_matrix_where_it_is():
+    """g/(ε‖g‖) at g = 0 (a layer whose units all died) is no step, not a division by zero."""
+    weights = _weights()
+    before = [w.detach().clone() for w in weights]
+    for w in weights:
+        w.grad = torch.zeros_like(w)
+    SLO(weights, lr=0.05, speeds=[20.0, 0.05], eps=0.01, relax="product").step()
+    for w, b in zip(weights, before):
+        torch.testing.assert_close(w.detach(), b)

@@ -19,7 +19,9 @@ def make(model: nn.Module, train: dict) -> SLO:
     from featlearn.optim.speed_limited import SLO
 
     if train["optimizer"] == "slo_adaptive":
-        return SLO(model.parameters(), train["lr"], [1.0] * len(model.layers), train["slo_adaptive"]["eps"])
+        adaptive = train["slo_adaptive"]
+        return SLO(model.parameters(), train["lr"], [1.0] * len(model.layers), adaptive["eps"],
+                   adaptive.get("relax", "sum"))
     return SLO(model.parameters(), train["lr"], train["slo"]["speeds"], train["slo"]["eps"])
 
 
@@ -34,7 +36,9 @@ def before_step(optimizer: SLO, model: nn.Module, x: torch.Tensor | None, train:
 
     if layer_nfcs is None:
         raise ValueError("train: adaptive SLO needs layer_nfcs (featlearn.metrics.nfa.hidden_layer_nfcs)")
-    optimizer.set_speeds(adaptive_speeds(layer_nfcs(model, x), len(model.layers), train["slo_adaptive"]["s"]))
+    adaptive = train["slo_adaptive"]
+    optimizer.set_speeds(adaptive_speeds(layer_nfcs(model, x), len(model.layers), adaptive["s"],
+                                         adaptive.get("readout_speed")))
     return [group["speed"] for group in optimizer.param_groups]
 
 
@@ -53,6 +57,9 @@ def check(exp: dict, where: str, name: str) -> list[str]:
                 "bias-free MLP's hidden layers on its inputs at every step); use slo with fixed train.slo.speeds"]
     if name not in train:
         return [f"{where}.train.{name} is required when optimizer {name} is used"]
+    if train[name].get("relax") == "product" and not train[name]["eps"]:
+        return [f"{where}.train.{name}.relax product divides the gradient by ε‖g‖, which ε = 0 makes infinite; give "
+                "eps > 0 or relax sum"]
     if model.get("arch", "mlp") != "mlp" or "widths" not in model:  # SLO counts other networks' parameters itself
         return []
     if model.get("bias"):
