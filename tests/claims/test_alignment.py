@@ -5,6 +5,7 @@ import pytest
 import xarray as xr
 
 from featlearn.claims import core
+from featlearn.claims.alignment import fig12 as a12
 from featlearn.claims.core import FAILED, NOT_INFORMATIVE, NOT_MEASURED, PASSED
 from featlearn.claims.diagnoses import CONSTRUCTION, OPEN, Finding, fill
 from featlearn.claims.registry import claims_of
@@ -100,14 +101,22 @@ def adaptive(slo: list[float], gd: list[float], slo_loss: float, gd_loss: float)
                               "layer": [1, 2, 3], "convention": CONV}, attrs=ATTRS)
 
 
+def fig12(ours: xr.Dataset, **readings: xr.Dataset) -> dict[str, xr.Dataset]:
+    """Fig 12's stores: ours, and each other reading's (``first_init=``, …; by default a copy of ours)."""
+    return {"adaptive_slo": ours} | {name: readings.get(key, ours) for key, name in a12.READINGS.items()}
+
+
 def test_fig12_reproduces_the_quick_failure_and_passes_when_slo_wins():
     quick = adaptive([0.90, 0.95, 0.94], [0.93, 1.0, 0.84], 0.67, 0.38)
-    assert _check("fig12.equalizes_above_gd", adaptive_slo=quick).status == FAILED
-    loss = _check("fig12.test_lower", adaptive_slo=quick)
+    assert _check("fig12.equalizes_above_gd", **fig12(quick)).status == FAILED
+    loss = _check("fig12.test_lower", **fig12(quick))
     assert loss.status == FAILED and loss.measured == "SLO 0.67 vs GD 0.38"
     paper = adaptive([0.97, 0.97, 0.97], [0.93, 0.95, 0.84], 0.2, 0.38)
-    assert _check("fig12.equalizes_above_gd", adaptive_slo=paper).status == PASSED
-    assert _check("fig12.test_lower", adaptive_slo=paper).status == PASSED
+    assert _check("fig12.equalizes_above_gd", **fig12(paper)).status == PASSED
+    assert _check("fig12.test_lower", **fig12(paper)).status == PASSED
+    # the other readings' stores only inform the diagnosis: ours decides, whatever they give
+    assert _check("fig12.test_lower", **fig12(paper, first_init=quick)).status == PASSED
+    assert _check("fig12.test_lower", adaptive_slo=paper).status == NOT_MEASURED
 
 
 def init_sweep(spectra: list[str]) -> xr.Dataset:
@@ -289,15 +298,44 @@ def adaptive_seeds(slo_train: float, gd_train: float, n_seeds: int = 3) -> xr.Da
 
 def test_fig12_the_construction_diagnosis_holds_where_adaptive_slo_underfits():
     for claim in ("fig12.equalizes_above_gd", "fig12.test_lower"):
-        check = _check(claim, adaptive_slo=adaptive_seeds(0.13, 0.009))
+        check = _check(claim, **fig12(adaptive_seeds(0.13, 0.009)))
         assert check.status == FAILED and check.diagnosis.cause == CONSTRUCTION, claim
         assert "final train loss 0.13 against GD's 0.009" in why(check.diagnosis)
-        assert _check(claim, adaptive_slo=adaptive_seeds(0.001, 0.009)).diagnosis.cause == OPEN
-        assert _check(claim, adaptive_slo=adaptive_seeds(0.13, 0.009, n_seeds=1)).diagnosis.cause == OPEN
-    lowest = why(_check("fig12.equalizes_above_gd", adaptive_slo=adaptive_seeds(0.13, 0.009)).diagnosis)
+        assert _check(claim, **fig12(adaptive_seeds(0.001, 0.009))).diagnosis.cause == OPEN
+        assert _check(claim, **fig12(adaptive_seeds(0.13, 0.009, n_seeds=1))).diagnosis.cause == OPEN
+    lowest = why(_check("fig12.equalizes_above_gd", **fig12(adaptive_seeds(0.13, 0.009))).diagnosis)
     assert "lowest layer ends at 0.9 / 0.9 / 0.9 per seed against GD's best layer at 1 / 1 / 1" in lowest
-    test = _check("fig12.test_lower", adaptive_slo=adaptive_seeds(0.13, 0.009)).diagnosis
+    test = _check("fig12.test_lower", **fig12(adaptive_seeds(0.13, 0.009))).diagnosis
     assert "test loss is 0.67 / 0.67 / 0.67 per seed" in why(test)
+
+
+def test_fig12_the_diagnosis_lists_each_other_reading_with_its_stores_numbers():
+    ours = adaptive_seeds(0.13, 0.009)
+    readings = {"first_init": adaptive_seeds(0.2, 0.01).assign(test_loss=ours.test_loss * 2),
+                "readout_unit": adaptive_seeds(0.15, 0.008)}
+    # the claim's first term on each reading's store: SLO's lowest − GD's best layer, GD's − SLO's test loss
+    for claim, first, doubled in (("fig12.equalizes_above_gd", "-0.1", "-0.1"),
+                                  ("fig12.test_lower", "-0.29", "-0.58")):
+        finding = _check(claim, **fig12(ours, **readings)).diagnosis
+        assert finding.cause == CONSTRUCTION and "each other reading fails too" in finding.holds
+        tried = fill(finding.tried, finding.evidence)
+        assert "our readings are g/(ε + ‖g‖), init 0.1 on every hidden layer and the readout at 1/s" in tried
+        assert "(adaptive_slo_first_init): " + doubled + ", train loss SLO 0.2 against GD's 0.01" in tried
+        assert "(adaptive_slo_readout_unit): " + first + ", train loss SLO 0.15 against GD's 0.008" in tried
+        sources = {e.name: e.source for e in finding.evidence}
+        assert sources["first_init_slo_train"].endswith("adaptive_slo_first_init: train_loss")
+
+
+def test_fig12_the_diagnosis_does_not_hold_where_another_reading_passes():
+    ours, wins = adaptive_seeds(0.13, 0.009), adaptive([0.97, 0.97, 0.97], [0.93, 0.95, 0.84], 0.2, 0.38)
+    wins = xr.concat([wins.isel(seed=0)] * 3, dim="seed").assign_coords(seed=[0, 1, 2]).assign_attrs(PAPER)
+    wins = wins.assign(train_loss=ours.train_loss)  # every fact the text names is there: only the verdict differs
+    assert _check("fig12.test_lower", **fig12(wins)).status == PASSED
+    for key in a12.READINGS:
+        for claim in ("fig12.equalizes_above_gd", "fig12.test_lower"):
+            check = _check(claim, **fig12(ours, **{key: wins}))
+            assert check.status == FAILED and check.diagnosis.cause == OPEN, (key, claim)
+            assert "each other reading fails too" in why(check.diagnosis)
 
 
 def test_fig3_the_construction_diagnosis_holds_only_where_rho_stays_at_one():

@@ -36,21 +36,41 @@ def test_deep_rfm_collapse_passes_and_a_stalled_dataset_fails_with_its_ratio():
     ds = deep_rfm(["cifar10", "mnist"], 1e-3)
     for claim in ("fig3.mx_below_x", "fig3.phi_not_better", "fig3.nc1_decays", "fig3.nc2_decays", "fig6.etf"):
         assert _check(claim, deep_rfm_relu=ds).status == PASSED, claim
-    stalled = _check("fig4.nc1_decays", deep_rfm_cos=deep_rfm(["mnist"], 2.3))
+    stalled = _check("fig4.nc1_decays", **_cos(deep_rfm(["mnist"], 2.3)))
     assert stalled.status == FAILED and stalled.value == pytest.approx(10 / 2.3)
     assert "mnist 10 → 2.3" in stalled.measured
     assert "stand-in data" in stalled.note
 
 
-def test_the_cos_saturation_diagnosis_holds_below_the_paper_scale_where_nc1_stalls_near_one():
-    quick = _check("fig4.nc1_decays", deep_rfm_cos=deep_rfm(["mnist"], 1.03)).diagnosis
-    assert quick.cause == CONSTRUCTION and quick.holds.startswith("below the paper scale")
-    text = fill(quick.why, quick.evidence)
-    assert text.startswith("NC1(X) stalls at 1.03–1.03 by the last layer while NC1(M^½X) falls to 0.1.")
-    assert "X_l = Φ(M^½X_{l−1})" in text
-    paper = deep_rfm(["mnist"], 1.03).assign_attrs(scale="paper")
-    assert _check("fig4.nc1_decays", deep_rfm_cos=paper).diagnosis.cause == OPEN
-    assert _check("fig4.nc1_decays", deep_rfm_cos=deep_rfm(["mnist"], 5.0)).diagnosis.cause == OPEN
+def _cos(ours: xr.Dataset, bandwidth: float = 110.0, max_agop: float = 1.04) -> dict[str, xr.Dataset]:
+    """Fig 4's stores: ours, and the other readings' with NC1(X) falling from 10 to the given last-layer value."""
+    return {"deep_rfm_cos": ours,
+            "deep_rfm_cos_bandwidth": deep_rfm(["mnist"], bandwidth).assign_attrs(scale=ours.attrs["scale"]),
+            "deep_rfm_cos_max_agop": deep_rfm(["mnist"], max_agop).assign_attrs(scale=ours.attrs["scale"])}
+
+
+def test_the_cos_diagnosis_lists_the_other_readings_with_their_stores_numbers():
+    quick = _check("fig4.nc1_decays", **_cos(deep_rfm(["mnist"], 1.03))).diagnosis
+    assert quick.cause == CONSTRUCTION and "each other reading fails too" in quick.holds
+    assert fill(quick.why, quick.evidence).startswith(
+        "NC1(X) stalls at 1.03–1.03 by the last layer while NC1(M^½X) falls to 0.1:")
+    tried = fill(quick.tried, quick.evidence)
+    assert "(deep_rfm_cos_max_agop), NC1(X) 1.04–1.04 at the last layer, at least 9.62× below layer 1" in tried
+    assert "(deep_rfm_cos_bandwidth), 110–110, 0.0909×" in tried
+    sources = {e.name: e.source for e in quick.evidence}
+    assert sources["max_agop_last_high"].endswith("deep_rfm_cos_max_agop: nc1")
+    # measured at the paper scale, the stores carry the same evidence: it holds there too
+    paper = {n: ds.assign_attrs(scale="paper") for n, ds in _cos(deep_rfm(["mnist"], 1.03)).items()}
+    assert _check("fig4.nc1_decays", **paper).diagnosis.cause == CONSTRUCTION
+
+
+def test_the_cos_diagnosis_does_not_hold_where_another_reading_passes_or_nc1_does_not_stall():
+    for passing in ({"max_agop": 1e-3}, {"bandwidth": 0.5}):
+        check = _check("fig4.nc1_decays", **_cos(deep_rfm(["mnist"], 1.03), **passing))
+        assert check.status == FAILED and check.diagnosis.cause == OPEN, passing
+    assert _check("fig4.nc1_decays", **_cos(deep_rfm(["mnist"], 5.0))).diagnosis.cause == OPEN
+    no_store = _check("fig4.nc1_decays", deep_rfm_cos=deep_rfm(["mnist"], 1.03))
+    assert no_store.status == NOT_MEASURED and "deep_rfm_cos_bandwidth" in no_store.note
 
 
 def test_etf_fails_when_between_class_is_not_minus_one_ninth():

@@ -11,6 +11,10 @@ paper's shapes) fail for that reason, whatever the claim's diagnosis says.
 A diagnosis's text names the check's facts in ``str.format`` fields ("UC {uc_low:.2f}"). Its finding keeps the text
 as written and the facts it names as evidence (the value, what it is, the store and variable it came from); the
 report fills one into the other, so a claims file holds numbers, not prose with numbers in it.
+
+Where the paper is ambiguous, a diagnosis blaming its construction tests the other readings: each is an experiment of
+its own that differs in that one setting, the claim reads its store too (``with_readings``), and the diagnosis holds
+only where each other reading fails as well (``others_fail``), quoting their numbers.
 """
 
 from __future__ import annotations
@@ -19,12 +23,12 @@ import math
 import re
 import string
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import xarray as xr
 
-from featlearn.claims.reading import fmt, seeds_ran
-from featlearn.claims.terms import Fact, FactValue
+from featlearn.claims.reading import Diverged, NotMeasured, diverged_runs, fmt, seeds_ran
+from featlearn.claims.terms import Fact, FactValue, Outcome, StoreCheck
 
 QUICK_SCALE, STAND_IN, CONSTRUCTION, OPEN = "quick scale", "stand-in data", "paper's construction", "open"
 REHEARSAL = "rehearsal"
@@ -68,6 +72,47 @@ def seeds(n: int) -> Condition:
 def numbers(text: str, test: Callable[[Mapping[str, FactValue]], bool]) -> Condition:
     """A condition on the check's numbers (its facts' values); it does not hold where they were not measured."""
     return Condition(text, lambda m: bool(m.facts) and test({k: f.value for k, f in m.facts.items()}))
+
+
+def with_readings(check: StoreCheck, readings: Mapping[str, str]) -> StoreCheck:
+    """``check`` on the claim's first store, with the facts of the same check on the stores of the other readings of
+    an ambiguous setting (``readings``: a key per experiment, each the claim's experiment with that one setting read
+    the other way, in the order of the claim's next stores), so that a diagnosis blaming the paper's construction
+    can say what the other readings give. Per key: ``<key>``, the check's first term there; ``<key>_passes``, 1
+    where the check passes and no run diverged, else 0; ``<key>_<fact>``, each of its facts. A store the check cannot
+    read gives NaN and 0."""
+
+    def checked(ds: xr.Dataset, *others: xr.Dataset) -> Outcome:
+        if len(others) != len(readings):
+            raise ValueError(f"{len(others)} stores for the {len(readings)} other readings {', '.join(readings)}")
+        outcome = check(ds)
+        facts = dict(outcome.facts)
+        for (key, name), other in zip(readings.items(), others):
+            facts.update(_reading(check, key, name, other))
+        return replace(outcome, facts=facts)
+
+    return checked
+
+
+def _reading(check: StoreCheck, key: str, name: str, ds: xr.Dataset) -> dict[str, Fact]:
+    """The facts of ``check`` on the store of experiment ``name``, under ``key`` (``with_readings``)."""
+    try:
+        outcome = check(ds)
+    except (NotMeasured, Diverged, AttributeError, KeyError, IndexError, ValueError):
+        return {key: Fact(math.nan, f"the claim's check on {name} (not readable)", name),
+                f"{key}_passes": Fact(0, f"whether the claim passes on {name}", name)}
+    term = outcome.terms[0]
+    passes = int(outcome.passed and not diverged_runs(ds))
+    return {key: Fact(term.value, f"{term.what}, on {name}", name),
+            f"{key}_passes": Fact(passes, f"whether the claim passes on {name} (1: yes)", name),
+            **{f"{key}_{n}": Fact(f.value, f"{f.what}, on {name}", f"{name}: {f.variable}")
+               for n, f in outcome.facts.items()}}
+
+
+def others_fail(readings: Mapping[str, str]) -> Condition:
+    """Every other reading of ``with_readings`` was measured and fails the claim too: only then is the failure the
+    paper's construction rather than our reading of it."""
+    return numbers("each other reading fails too", lambda f: all(f[f"{key}_passes"] == 0 for key in readings))
 
 
 # The condition a cause carries whatever the diagnosis adds: the small scale only below the paper's, stand-in data

@@ -10,7 +10,7 @@ import numpy as np
 import xarray as xr
 
 from featlearn.claims.core import Claim
-from featlearn.claims.diagnoses import Diagnosis
+from featlearn.claims.diagnoses import Diagnosis, with_readings
 from featlearn.claims.reading import fmt, values
 from featlearn.claims.terms import Outcome, StoreCheck, above, at_least, at_most, fact
 from featlearn.claims.tiers import PaperNumber
@@ -119,8 +119,11 @@ BETWEEN = "last layer's mean between-class cosine within ±0.05 of −1/(K−1),
 ETF_WITHIN, ETF_BETWEEN = PaperNumber(1.0), PaperNumber(-1 / 9)  # the ETF's cosines at K = 10 classes (Def. 3.1)
 
 
-def claims(fig: str, store: str, activation: str, nc1: tuple[Diagnosis, ...] = ()) -> list[Claim]:
-    """The four collapse-through-depth claims of one Deep RFM figure, with the diagnoses of its NC1 decay."""
+def claims(fig: str, store: str, activation: str, nc1: tuple[Diagnosis, ...] = (),
+           readings: dict[str, str] | None = None) -> list[Claim]:
+    """The four collapse-through-depth claims of one Deep RFM figure, with the diagnoses of its NC1 decay, which also
+    reads the stores of the other ``readings`` of its settings (``diagnoses.with_readings``)."""
+    readings = readings or {}
     return [
         Claim(f"fig{fig}.mx_below_x", fig, f"The AGOP projection lowers NC1 at every layer (Deep RFM, {activation}).",
               "", "NC1(M^½X_l) < NC1(X_l) at every layer and dataset", (store,), mx_below_x),
@@ -128,7 +131,8 @@ def claims(fig: str, store: str, activation: str, nc1: tuple[Diagnosis, ...] = (
               f"The random-feature map does not reduce NC1 further (Deep RFM, {activation}).", "",
               "NC1(Φ(M^½X_l)) ≥ 0.95·NC1(M^½X_l) at ≥ 90% of (dataset, layer) points", (store,), phi_not_better),
         Claim(f"fig{fig}.nc1_decays", fig, f"NC1 of X_l falls roughly exponentially with depth ({activation}).", "",
-              "NC1(X) at the last layer ≥ 10× below layer 1, every dataset", (store,), decays("nc1"), nc1),
+              "NC1(X) at the last layer ≥ 10× below layer 1, every dataset", (store, *readings.values()),
+              with_readings(decays("nc1"), readings) if readings else decays("nc1"), nc1),
         Claim(f"fig{fig}.nc2_decays", fig, f"NC2 of X_l falls with depth ({activation}).", "",
               "NC2 (mean square) at the last layer ≥ 10× below layer 1, every dataset", (store,), decays("nc2_meansq")),
     ]
