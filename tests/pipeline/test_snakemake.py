@@ -39,7 +39,7 @@ def _snakemake(repo: Path, *targets: str, options: tuple[str, ...] = (), check: 
                env: dict[str, str] | None = None, config: tuple[str, ...] = ()):
     env = _env(repo / "src") | (env or {})
     cmd = [str(SNAKEMAKE), *targets, *options, "--cores", CORES, "--config", f"scale={scale}", *config]
-    proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=1200)
+    proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=2400)
     if check and proc.returncode != 0:
         raise AssertionError(f"{' '.join(cmd)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-6000:]}")
     return proc
