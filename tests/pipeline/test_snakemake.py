@@ -221,8 +221,12 @@ def test_scales_coexist_and_switching_back_only_redraws(built):
     _snakemake(built, "figures/quick/tangent/fig2.pdf", scale="quick")
     assert list((built / "results/quick/metrics").glob("tangent_penalties.*.nc"))
     assert (smoke_store.stat().st_mtime_ns, smoke_figure.stat().st_mtime_ns) == before
-    assert _planned_rules(built) == []
+    shortcut = built / "figures/tangent/fig2.pdf"
+    copied = shortcut.stat().st_mtime_ns
+    # A real call, not a dry run: a dry run writes no stamp, so it lists the readers of the stale scale stamp (the
+    # shortcuts) that the real call, comparing the rewritten stamp's content, leaves alone.
     _snakemake(built)
+    assert shortcut.stat().st_mtime_ns == copied and _planned_rules(built) == []
     assert _planned_rules(built, "figures/quick/tangent/fig2.pdf", scale="quick") == []  # both scales' figures kept
 
 
