@@ -60,4 +60,3 @@ def check_gpu_jobs(jobs):
 def projection_tables(w):
     """What the projection script of target {which} needs of the DAG (report.smk, projection.smk)."""
     return PLAN.projection_tables(PLAN.figure_experiments_of(planning.projection_figure(w.which)))
-
