@@ -69,6 +69,7 @@ def test_ratios_and_weight_change():
     k = torch.eye(5, dtype=torch.float64)
     assert nfa.ratio_c_uc(nfa.nfc_pairs(w0, w0, k)) == 0.0
     assert nfa.ratio_c_uc(nfa.nfc_pairs(w0, torch.zeros_like(w0), k)) == pytest.approx(1.0)
+    assert math.isnan(nfa.ratio_c_uc(nfa.nfc_pairs(w0, w0, torch.zeros_like(k))))  # every unit dead: K = 0
     assert math.isnan(nfa.ratio_dc_c(nfa.nfc_pairs(w0, w0, k, k)))
     assert nfa.ratio_dc_c(nfa.nfc_pairs(2 * w0, w0, k, k)) == pytest.approx(1.0)
 

@@ -137,8 +137,10 @@ def _inner(a: torch.Tensor, b: torch.Tensor) -> float:
 
 
 def ratio_c_uc(pairs: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> float:
-    """R_C = ⟨W̄ᵀW̄, W̄ᵀKW̄⟩_F / ⟨WᵀW, WᵀKW⟩_F (Figs 4, 17), from ``nfc_pairs``."""
-    return _inner(*pairs["c_nfc"]) / _inner(*pairs["uc_nfc"])
+    """R_C = ⟨W̄ᵀW̄, W̄ᵀKW̄⟩_F / ⟨WᵀW, WᵀKW⟩_F (Figs 4, 17), from ``nfc_pairs``; NaN for a layer whose units all
+    died (W or K zero), as ``measure_nfa`` records it."""
+    denom = _inner(*pairs["uc_nfc"])
+    return _inner(*pairs["c_nfc"]) / denom if denom != 0 else float("nan")
 
 
 def ratio_dc_c(pairs: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> float:
