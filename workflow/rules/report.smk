@@ -56,9 +56,9 @@ rule claims_table:
         "../scripts/claims_table.py"
 
 
-# Rewrites only the block between this scale's claims markers of docs/claims.md (a tracked file, so not a declared output:
-# the stamp records what was written). Run on purpose (`snakemake claims_doc`, `--config scale=paper` for the
-# paper block), never by `all`.
+# Rewrites only the block between this scale's claims markers of docs/claims.md (the table) and of README.md (its
+# summary line): tracked files, so not declared outputs; the stamp records what was written. Run on purpose
+# (`snakemake claims_doc`, `--config scale=paper` for the paper block), never by `all`.
 rule claims_doc:
     input:
         claims=expand(f"{RESULTS}/claims/{{paper}}.json", paper=PLAN.papers),
@@ -75,6 +75,7 @@ rule claims_doc:
         mem_mb=request("mem_mb", "light"),
     params:
         doc="docs/claims.md",
+        readme="README.md",
         figures=PLAN.readme_figures,
     script:
         "../scripts/claims_doc.py"

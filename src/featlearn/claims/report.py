@@ -159,15 +159,15 @@ def markers(scale: str) -> tuple[str, str]:
     return f"<!-- claims:{scale}:begin -->", f"<!-- claims:{scale}:end -->"
 
 
-def update_readme(text: str, block: str, scale: str) -> str:
-    """``text`` with everything between ``scale``'s claims markers replaced by ``block``; the rest (other scales'
-    blocks included) stays as written. Only the scales of ``README_SCALES`` have a block."""
+def update_readme(text: str, block: str, scale: str, doc: str = "docs/claims.md") -> str:
+    """``text`` (of the file ``doc``) with everything between ``scale``'s claims markers replaced by ``block``; the
+    rest (other scales' blocks included) stays as written. Only the scales of ``README_SCALES`` have a block."""
     if scale not in README_SCALES:
-        raise ValueError(f"docs/claims.md shows the claims of the scales {', '.join(README_SCALES)}, not {scale!r}")
+        raise ValueError(f"{doc} shows the claims of the scales {', '.join(README_SCALES)}, not {scale!r}")
     begin, end = markers(scale)
     if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
-        raise ValueError(f"docs/claims.md needs exactly one '{begin}' line followed by one '{end}' line, "
-                         f"where the {scale} scale's claims table goes")
+        raise ValueError(f"{doc} needs exactly one '{begin}' line followed by one '{end}' line, "
+                         f"where the {scale} scale's claims go")
     head, rest = text.split(begin)
     _, tail = rest.split(end)
     command = "snakemake claims_doc" + ("" if scale == "quick" else f" --config scale={scale}")
