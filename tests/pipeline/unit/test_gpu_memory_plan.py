@@ -114,7 +114,7 @@ def test_a_paper_dry_run_on_a_simulated_24_gb_card(tmp_path, copy_repo):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo / "src"), os.environ.get("PYTHONPATH", "")])}
     cmd = [SNAKEMAKE, "-n", "--cores", "16", "--resources", "gpu=3", "gpu_mem_mb=24000", "--config", "scale=paper",
            "device=cuda"]
-    proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=900)
     out = proc.stdout + proc.stderr
     planned = re.findall(r"rule (train|measure):.*?wildcards: experiment=(\w+), unit=([^,]+),.*?resources: ([^\n]+)",
                          out, re.S)
