@@ -19,10 +19,10 @@ from featlearn.pipeline.literals import assigned
 from featlearn.pipeline.reruns import Job, downstream, planned_jobs, rerun_by
 
 ROOT = Path(__file__).resolve().parents[1]
-# Every dispatcher with a literal table: the package's library names, architectures, optimizers, measurement
-# families, data blocks, and the train script's metric-steered optimizers.
+# Every dispatcher with a literal table: the package's library names, architectures, optimizers (with the metric
+# that steers each), measurement families and data blocks.
 DISPATCHERS = ("featlearn", "featlearn.models", "featlearn.optim", "featlearn.metrics.measure",
-               "featlearn.data.prepare", "workflow/scripts/train.py")
+               "featlearn.data.prepare")
 
 
 def _stamps(repo: Path) -> dict[str, str]:
