@@ -26,7 +26,9 @@ scales' stores of an experiment are written by the same code, at other sizes. A 
 `results/<scale>/metrics/<experiment>.<spec hash>.nc`, read with `featlearn.pipeline.store.read_store` (or
 `xarray.open_dataset`); its global attributes hold the experiment's config, the data source, the commit and the
 numerics (`featlearn.pipeline.store.provenance`). How time is laid out (`step`, `epoch`, `step_of_epoch`,
-`iteration`): `featlearn.pipeline.store`'s docstring.
+`iteration`): `featlearn.pipeline.store`'s docstring. At the scales `twins` in `config.yaml` names (quick and paper),
+each experiment that amplifies rounding has a rounding twin, `<experiment>_twin` (`featlearn.pipeline.twins`), whose
+store holds the variables of the experiment it names.
 """
 
 

@@ -67,9 +67,9 @@ class Plan:
         """The configured scale's experiments (``planned``), what this build runs of them (the same, or their
         rehearsal), their units and the datasets the units read."""
         planned = {name: fc.experiment(config, name) for name in config["experiments"]}
-        # A rounding twin of each experiment whose kind amplifies rounding (featlearn.pipeline.twins), unless
-        # `twins: false`
-        twinned = {n for n, e in planned.items() if fx.KINDS[e["kind"]].get("twin") and config.get("twins", True)}
+        # A rounding twin of each experiment whose kind amplifies rounding (featlearn.pipeline.twins), at the scales
+        # `twins` names
+        twinned = {n for n, e in planned.items() if fx.KINDS[e["kind"]].get("twin") and twins.wanted(config)}
         self.planned = twins.with_twins(planned, twinned)
         self.experiments = {
             name: (rehearsal.cut(e, fx.KINDS[e["kind"]]["repeats"], config.get("rehearse_max_n"), steps)

@@ -19,6 +19,13 @@ SUFFIX = "_twin"
 NUDGE_ULPS = 1  # one unit in the last place of every initial value: the smallest legitimate other rounding path
 
 
+def wanted(config: dict) -> bool:
+    """Whether this build runs twins: ``twins`` is true or false, or the scales that do (the smoke scale, which tests
+    plumbing and no claim, leaves them out by default)."""
+    value = config.get("twins", True)
+    return value if isinstance(value, bool) else config["scale"] in value
+
+
 def twin_name(name: str) -> str:
     """The twin experiment of ``name``."""
     return f"{name}{SUFFIX}"

@@ -46,6 +46,14 @@ def test_the_claims_and_the_manifest_read_the_twins_and_twins_false_plans_none()
     assert off.units["chain_fig1"] == p.units["chain_fig1"]  # the experiments themselves are the same files
 
 
+def test_the_config_names_the_scales_with_twins_and_true_or_false_overrides_it():
+    """Smoke tests plumbing: no twins there unless asked; quick and paper run them."""
+    has_twins = {scale: any(twins.is_twin(n) for n in plan(scale).experiments) for scale in ("smoke", "quick", "paper")}
+    assert has_twins == {"smoke": False, "quick": True, "paper": True}
+    assert any(twins.is_twin(n) for n in plan("smoke", twins=True).experiments)
+    assert not any(twins.is_twin(n) for n in plan("quick", twins=["smoke"]).experiments)
+
+
 def test_a_config_experiment_named_like_a_twin_is_refused():
     with pytest.raises(ValueError, match="end in '_twin'"):
         twins.with_twins({"a": {}, "a_twin": {}}, {"a"})
