@@ -107,7 +107,8 @@ def _known_to_slurm() -> set[str]:
 
 def test_smoke_figures_run_as_slurm_jobs(cluster, tmp_path, copy_repo):
     repo = copy_repo(tmp_path)
-    targets = ["figures/smoke/alignment/fig1.pdf", "figures/smoke/collapse/fig3.pdf", "figures/smoke/tangent/fig2.pdf"]
+    # every stage (Fig 1: data, training, measurement, combining, a figure) and a data group (Fig 3's three datasets)
+    targets = ["figures/smoke/alignment/fig1.pdf", "figures/smoke/collapse/fig3.pdf"]
     start = time.monotonic()
     proc = subprocess.run(_snakemake(repo, *targets), cwd=repo, env=_env(repo), capture_output=True, text=True)
     seconds = time.monotonic() - start
