@@ -56,6 +56,14 @@ def test_each_mistake_names_the_key_and_the_allowed_values(mutate, expected):
     assert expected in _invalid(mutate)
 
 
+@pytest.mark.parametrize(("given", "read"), [("true", True), ("False", False), (["quick"], ["quick"])])
+def test_twins_from_the_command_line_reads_as_yaml_or_names_scales(given, read):
+    """`--config twins=true` reaches the config as the string 'true'; `twins` also takes a list of scales."""
+    cfg = copy.deepcopy(CONFIG) | {"twins": given}
+    validation.validate(cfg, SCHEMA)
+    assert cfg["twins"] == read
+
+
 def test_all_mistakes_are_reported_at_once():
     def two(c):
         c.update(scale="huge")

@@ -260,7 +260,8 @@ def validate(config: dict, schema_path: str | Path) -> None:
         schema["$defs"][choice] = {"enum": list(deps.literal(module, table))}
     schema["properties"]["experiments"]["additionalProperties"]["properties"]["kind"] = {"enum": sorted(fx.KINDS)}
     for key, rule in schema["properties"].items():
-        if rule.get("type") == "boolean" and str(config.get(key)).lower() in ("true", "false"):
+        takes_boolean = "boolean" in [r.get("type") for r in (rule, *rule.get("oneOf", ()))]  # twins: or a list
+        if takes_boolean and str(config.get(key)).lower() in ("true", "false"):
             config[key] = str(config[key]).lower() == "true"
     problems = _errors(config, schema, "config.yaml:") + check_names(config)
     data_dir = Path(str(config.get("data_dir", "")))
