@@ -69,7 +69,7 @@ class Plan:
         planned = {name: fc.experiment(config, name) for name in config["experiments"]}
         # A rounding twin of each experiment whose kind amplifies rounding (featlearn.pipeline.twins), at the scales
         # `twins` names
-        twinned = {n for n, e in planned.items() if fx.KINDS[e["kind"]].get("twin") and twins.wanted(config)}
+        twinned = {n for n, e in planned.items() if fx.KINDS[e["kind"]].get("twin")} if twins.wanted(config) else set()
         self.planned = twins.with_twins(planned, twinned)
         self.experiments = {
             name: (rehearsal.cut(e, fx.KINDS[e["kind"]]["repeats"], config.get("rehearse_max_n"), steps)
